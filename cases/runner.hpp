@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// `pinmatrix run`: runs the plan on this machine (a guest or a real node).
+// Each case runs in a child process bounded by a timeout, so a registration
+// that never returns, or a crash, is an ERROR verdict for that case and the
+// rest still run; the child's exit also releases every pin it held.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pinmatrix {
+
+struct run_options {
+	std::vector<std::string> cases;			// ids or names; empty: all
+	std::string device;				// RDMA device; empty: first
+	std::filesystem::path out;			// results.json goes here
+	std::optional<std::filesystem::path> module;	// pinmatrix.ko to load if absent
+	int case_timeout_s = 60;
+	size_t find_budget_mib = 2048;
+};
+
+// Returns the exit code: 0 pass, 1 fail or error, 4 all skipped.
+int run_matrix(const run_options &opt);
+
+} // namespace pinmatrix

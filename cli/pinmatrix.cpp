@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+// pinmatrix: the pin causal matrix, on this machine or in a QEMU guest.
+//
+// Exit codes: 0 every case passed or skipped (and at least one passed),
+// 1 a case failed or ended in error, 2 bad usage or setup, 4 all skipped.
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "plan.hpp"
+#include "rules.hpp"
+#include "runner.hpp"
+#include "sys_error.hpp"
+#include "launcher.hpp"
+
+using namespace pinmatrix;
+
+namespace {
+
+constexpr int exit_usage = 2;
+
+void print_cases()
+{
+	std::cout << "id                          placement  first pin            second pin  expected\n";
+	for (const auto &c : pin_cases()) {
+		std::string id = c.id + (c.id == c.name ? "" : " (" + c.name + ")");
+		std::printf("%-27s %-10s %-20s %-11s %s\n", id.c_str(), std::string(name(c.where)).c_str(),
+			    traits(c.first).label, c.second_pin.c_str(),
+			    expect(c.where, c.first).summary().c_str());
+	}
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	CLI::App app{"pinmatrix: does a page pass its strongest placement contract before "
+		     "anything makes it immovable?"};
+	app.require_subcommand(1);
+	app.set_version_flag("--version", PINMATRIX_VERSION);
+
+	auto *cases_cmd = app.add_subcommand("cases", "List the plan: every case and its expected outcome");
+
+	run_options run;
+	auto *run_cmd = app.add_subcommand("run", "Run the matrix here (in a guest, or on a real node)");
+	run_cmd->add_option("--out", run.out, "Directory for results.json");
+	run_cmd->add_option("--cases", run.cases, "Case ids or names (default: all)")->delimiter(',');
+	run_cmd->add_option("--device", run.device, "RDMA device (default: the first one)");
+	run_cmd->add_option("--module", run.module, "pinmatrix.ko to load when /dev/pinmatrix is absent")
+		->check(CLI::ExistingFile);
+	run_cmd->add_option("--case-timeout", run.case_timeout_s, "Seconds a case may take")
+		->check(CLI::PositiveNumber);
+	run_cmd->add_option("--find-budget", run.find_budget_mib,
+			    "MiB a case may fault in to find a page in its placement")
+		->check(CLI::PositiveNumber);
+
+	vm_options vm;
+	auto *vm_cmd = app.add_subcommand("vm", "Boot a QEMU guest (TCG) and run the matrix inside it");
+	vm_cmd->add_option("--out", vm.out, "Directory for results.json, serial.log and the guest's files")
+		->required();
+	vm_cmd->add_option("--kernel", vm.kernel, "debian:<ABI> (Debian's stock package)")
+		->capture_default_str();
+	vm_cmd->add_option("--append", vm.append, "Extra kernel command line (placement)")
+		->capture_default_str();
+	vm_cmd->add_option("--memory", vm.memory_mib, "Guest RAM in MiB")
+		->check(CLI::Range(256, 16384))
+		->capture_default_str();
+	vm_cmd->add_option("--timeout", vm.timeout_s, "Seconds from QEMU start to guest power-off")
+		->check(CLI::PositiveNumber)
+		->capture_default_str();
+	vm_cmd->add_option("--cases", vm.cases, "Case ids or names (default: all)")->delimiter(',');
+	vm_cmd->add_option("--guest-cmd", vm.guest_cmd,
+			   "Run this shell command in the guest instead of the matrix (tests)");
+	vm_cmd->add_option("--cache", vm.cache, "Cache for kernels and initramfs")->capture_default_str();
+	vm_cmd->add_option("--module", vm.module, "pinmatrix.ko built for the guest kernel")
+		->capture_default_str();
+
+	try {
+		app.parse(argc, argv);
+	} catch (const CLI::ParseError &e) {
+		return app.exit(e) ? exit_usage : 0;
+	}
+
+	try {
+		if (*cases_cmd) {
+			print_cases();
+			return 0;
+		}
+		if (*run_cmd)
+			return run_matrix(run);
+		if (*vm_cmd)
+			return run_vm(vm);
+	} catch (const usage_error &e) {
+		std::cerr << "pinmatrix: " << e.what() << '\n';
+		return exit_usage;
+	} catch (const unmet_need &e) {
+		std::cerr << "pinmatrix: cannot run here: " << e.what() << '\n';
+		return exit_usage;
+	} catch (const std::exception &e) {
+		std::cerr << "pinmatrix: " << e.what() << '\n';
+		return exit_usage;
+	}
+	return exit_usage;
+}

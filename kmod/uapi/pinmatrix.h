@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * pinmatrix test module ABI, shared by kmod/pinmatrix and its C++ users.
+ *
+ * The module holds first pins on a process's own pages with a chosen GUP
+ * contract and reports where pages live (PFN, zone, pageblock migratetype),
+ * so that a second, long-term pin taken elsewhere (ibv_reg_mr) can be
+ * checked against section 16.5 of the CMA incident write-up.
+ *
+ * Every argument struct starts with its own size: the module rejects a size
+ * it does not know with -EINVAL, so a mismatched header fails loudly.
+ */
+#ifndef _UAPI_PINMATRIX_H
+#define _UAPI_PINMATRIX_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define PINMATRIX_DEVICE_NAME	"pinmatrix"
+#define PINMATRIX_ABI_VERSION	1
+
+/* Zone of a page: the kernel's zone, folded into a stable numbering. */
+enum pinmatrix_zone {
+	PINMATRIX_ZONE_DMA	= 0,
+	PINMATRIX_ZONE_DMA32	= 1,
+	PINMATRIX_ZONE_NORMAL	= 2,
+	PINMATRIX_ZONE_HIGHMEM	= 3,
+	PINMATRIX_ZONE_MOVABLE	= 4,
+	PINMATRIX_ZONE_DEVICE	= 5,
+	PINMATRIX_ZONE_UNKNOWN	= 255,
+};
+
+/* Pageblock migratetype, folded likewise (MIGRATE_CMA exists only with CONFIG_CMA). */
+enum pinmatrix_migratetype {
+	PINMATRIX_MT_UNMOVABLE		= 0,
+	PINMATRIX_MT_MOVABLE		= 1,
+	PINMATRIX_MT_RECLAIMABLE	= 2,
+	PINMATRIX_MT_HIGHATOMIC		= 3,
+	PINMATRIX_MT_CMA		= 4,
+	PINMATRIX_MT_ISOLATE		= 5,
+	PINMATRIX_MT_UNKNOWN		= 255,
+};
+
+/* How the module read a pageblock's migratetype (struct pinmatrix_info). */
+enum pinmatrix_mt_method {
+	PINMATRIX_MT_METHOD_NONE		= 0,
+	/* the section's pageblock bitmap, read as get_pfnblock_flags_mask() does */
+	PINMATRIX_MT_METHOD_PAGEBLOCK_BITMAP	= 1,
+};
+
+/* struct pinmatrix_page.flags */
+#define PINMATRIX_PAGE_PRESENT			(1U << 0)
+#define PINMATRIX_PAGE_LONGTERM_PINNABLE	(1U << 1)
+#define PINMATRIX_PAGE_MAYBE_DMA_PINNED		(1U << 2)
+#define PINMATRIX_PAGE_ZERO			(1U << 3)
+#define PINMATRIX_PAGE_MT_KNOWN			(1U << 4)
+
+/* What the module knows of one user page. 16 bytes. */
+struct pinmatrix_page {
+	__u64 pfn;		/* 0 when not present */
+	__u8  zone;		/* enum pinmatrix_zone */
+	__u8  migratetype;	/* enum pinmatrix_migratetype */
+	__u16 flags;		/* PINMATRIX_PAGE_* */
+	__u32 refcount;		/* page refcount, less the probe's own reference */
+};
+
+struct pinmatrix_info {
+	__u32 size;			/* in: sizeof(struct pinmatrix_info) */
+	__u32 abi_version;		/* out: PINMATRIX_ABI_VERSION */
+	__u32 mt_method;		/* out: enum pinmatrix_mt_method */
+	__u32 page_size;		/* out: PAGE_SIZE */
+	__u64 max_pinned_pages;		/* out: per-fd cap (module parameter) */
+	__u64 pinned_pages;		/* out: pages this fd holds now */
+};
+
+/* struct pinmatrix_probe.flags */
+#define PINMATRIX_PROBE_FAULT	(1U << 0)	/* fault absent pages in (read) */
+
+struct pinmatrix_probe {
+	__u32 size;		/* in: sizeof(struct pinmatrix_probe) */
+	__u32 flags;		/* in: PINMATRIX_PROBE_* */
+	__u64 addr;		/* in: page aligned user address */
+	__u64 npages;		/* in: 1 .. PINMATRIX_PROBE_MAX_PAGES */
+	__u64 pages;		/* in: user pointer to npages struct pinmatrix_page */
+};
+
+#define PINMATRIX_PROBE_MAX_PAGES	(1ULL << 22)	/* 16 GiB of 4 KiB pages */
+
+/* struct pinmatrix_pin.contract: the GUP contract of a held first pin. */
+enum pinmatrix_contract {
+	PINMATRIX_CONTRACT_GUP_REF		= 1,	/* get_user_pages_fast(): FOLL_GET */
+	PINMATRIX_CONTRACT_FOLL_PIN		= 2,	/* pin_user_pages_fast() */
+	PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM	= 3,	/* ... | FOLL_LONGTERM */
+};
+
+/* struct pinmatrix_pin.flags */
+#define PINMATRIX_PIN_WRITE	(1U << 0)	/* FOLL_WRITE */
+
+struct pinmatrix_pin {
+	__u32 size;		/* in: sizeof(struct pinmatrix_pin) */
+	__u32 contract;		/* in: enum pinmatrix_contract */
+	__u32 flags;		/* in: PINMATRIX_PIN_* */
+	__u32 id;		/* out: pin id, > 0, valid until UNPIN or close */
+	__u64 addr;		/* in: page aligned user address */
+	__u64 npages;		/* in: > 0, within the per-fd cap */
+	__u64 pfns;		/* in: user pointer to npages __u64; out: PFNs pinned */
+};
+
+struct pinmatrix_unpin {
+	__u32 size;		/* in: sizeof(struct pinmatrix_unpin) */
+	__u32 id;		/* in: id from PINMATRIX_IOC_PIN */
+};
+
+struct pinmatrix_pin_info {
+	__u32 id;
+	__u32 contract;
+	__u32 flags;
+	__u32 reserved;
+	__u64 addr;
+	__u64 npages;
+};
+
+struct pinmatrix_list {
+	__u32 size;		/* in: sizeof(struct pinmatrix_list) */
+	__u32 count;		/* in: room in pins[]; out: pins this fd holds */
+	__u64 pins;		/* in: user pointer to count struct pinmatrix_pin_info */
+};
+
+#define PINMATRIX_IOC_MAGIC	0xF7
+
+#define PINMATRIX_IOC_INFO	_IOWR(PINMATRIX_IOC_MAGIC, 0x00, struct pinmatrix_info)
+#define PINMATRIX_IOC_PROBE	_IOWR(PINMATRIX_IOC_MAGIC, 0x01, struct pinmatrix_probe)
+#define PINMATRIX_IOC_PIN	_IOWR(PINMATRIX_IOC_MAGIC, 0x02, struct pinmatrix_pin)
+#define PINMATRIX_IOC_UNPIN	_IOW(PINMATRIX_IOC_MAGIC, 0x03, struct pinmatrix_unpin)
+#define PINMATRIX_IOC_LIST	_IOWR(PINMATRIX_IOC_MAGIC, 0x04, struct pinmatrix_list)
+
+#endif /* _UAPI_PINMATRIX_H */

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "kernel_info.hpp"
+
+#include <sys/resource.h>
+#include <sys/utsname.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace pinmatrix {
+
+std::string read_text_file(const std::string &path)
+{
+	std::ifstream in(path);
+	std::ostringstream s;
+	s << in.rdbuf();
+	return s.str();
+}
+
+kernel_info read_kernel_info()
+{
+	kernel_info k;
+	utsname u{};
+	if (!uname(&u)) {
+		k.release = u.release;
+		k.version = u.version;
+		k.machine = u.machine;
+	}
+	k.cmdline = read_text_file("/proc/cmdline");
+	while (!k.cmdline.empty() && (k.cmdline.back() == '\n' || k.cmdline.back() == ' '))
+		k.cmdline.pop_back();
+	return k;
+}
+
+std::map<std::string, uint64_t> read_vmstat()
+{
+	std::map<std::string, uint64_t> out;
+	std::ifstream in("/proc/vmstat");
+	std::string key;
+	uint64_t value = 0;
+	while (in >> key >> value)
+		out[key] = value;
+	return out;
+}
+
+memlock_info read_memlock_info()
+{
+	memlock_info m;
+	rlimit rl{};
+	if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		m.limit_bytes = rl.rlim_cur;
+	std::istringstream status(read_text_file("/proc/self/status"));
+	std::string line;
+	while (std::getline(status, line)) {
+		std::istringstream fields(line);
+		std::string key;
+		fields >> key;
+		if (key == "VmPin:")
+			fields >> m.vm_pin_kb;
+		else if (key == "VmLck:")
+			fields >> m.vm_lck_kb;
+		else if (key == "CapEff:") {
+			std::string hex;
+			fields >> hex;
+			const uint64_t caps = std::stoull(hex, nullptr, 16);
+			m.cap_ipc_lock = caps & (1ULL << 14); // CAP_IPC_LOCK
+		}
+	}
+	return m;
+}
+
+} // namespace pinmatrix

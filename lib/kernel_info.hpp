@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace pinmatrix {
+
+struct kernel_info {
+	std::string release;	// uname -r
+	std::string version;	// uname -v
+	std::string machine;
+	std::string cmdline;	// /proc/cmdline
+};
+
+kernel_info read_kernel_info();
+
+// /proc/vmstat counters by name (nr_foll_pin_acquired, ...).
+std::map<std::string, uint64_t> read_vmstat();
+
+// RLIMIT_MEMLOCK soft limit in bytes (nullopt: unlimited) and whether the
+// process has CAP_IPC_LOCK: ib_umem_get() checks both.
+struct memlock_info {
+	std::optional<uint64_t> limit_bytes;
+	bool cap_ipc_lock = false;
+	uint64_t vm_pin_kb = 0;
+	uint64_t vm_lck_kb = 0;
+};
+memlock_info read_memlock_info();
+
+std::string read_text_file(const std::string &path);
+
+} // namespace pinmatrix

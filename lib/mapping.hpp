@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace pinmatrix {
+
+// An anonymous private mapping, unmapped when it goes. Pages can be given
+// back early with trim_to(), which keeps one page-aligned window.
+class mapping {
+public:
+	mapping() = default;
+	// populate: fault every page in for write (MAP_POPULATE).
+	static mapping anonymous(size_t length, bool populate);
+
+	mapping(mapping &&o) noexcept;
+	mapping &operator=(mapping &&o) noexcept;
+	mapping(const mapping &) = delete;
+	mapping &operator=(const mapping &) = delete;
+	~mapping();
+
+	std::byte *data() const { return base_; }
+	uintptr_t addr() const { return reinterpret_cast<uintptr_t>(base_); }
+	size_t size() const { return length_; }
+	std::span<std::byte> bytes() const { return {base_, length_}; }
+
+	// Unmap everything outside [offset, offset + length).
+	void trim_to(size_t offset, size_t length);
+
+private:
+	void unmap();
+	std::byte *base_ = nullptr;
+	size_t length_ = 0;
+};
+
+size_t page_size();
+
+} // namespace pinmatrix

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "pin_module.hpp"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "sys_error.hpp"
+
+namespace pinmatrix {
+
+namespace {
+
+int ioctl_errno(int fd, unsigned long request, void *arg)
+{
+	return ::ioctl(fd, request, arg) ? -errno : 0;
+}
+
+int unpin_errno(int fd, uint32_t id)
+{
+	pinmatrix_unpin req{};
+	req.size = sizeof(req);
+	req.id = id;
+	return ioctl_errno(fd, PINMATRIX_IOC_UNPIN, &req);
+}
+
+} // namespace
+
+held_pin::held_pin(held_pin &&o) noexcept
+	: module_fd_(std::exchange(o.module_fd_, -1)), id_(std::exchange(o.id_, 0)),
+	  pfns_(std::move(o.pfns_))
+{
+}
+
+held_pin &held_pin::operator=(held_pin &&o) noexcept
+{
+	if (this != &o) {
+		release();
+		module_fd_ = std::exchange(o.module_fd_, -1);
+		id_ = std::exchange(o.id_, 0);
+		pfns_ = std::move(o.pfns_);
+	}
+	return *this;
+}
+
+held_pin::~held_pin() { release(); }
+
+int held_pin::release()
+{
+	if (!id_ || module_fd_ < 0)
+		return 0;
+	int ret = unpin_errno(module_fd_, id_);
+	id_ = 0;
+	return ret;
+}
+
+pin_module pin_module::open(const std::string &path)
+{
+	int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		int err = errno;
+		if (err == ENOENT || err == ENXIO || err == ENODEV)
+			throw unmet_need(path + " is absent: load kmod/pinmatrix (pinmatrix.ko)");
+		if (err == EACCES || err == EPERM)
+			throw unmet_need(path + " needs root (CAP_SYS_ADMIN)");
+		throw sys_error(err, "open " + path);
+	}
+	return pin_module(unique_fd(fd));
+}
+
+int pin_module::try_info(pinmatrix_info &info) const
+{
+	pinmatrix_info req{};
+	req.size = sizeof(req);
+	int ret = ioctl_errno(fd(), PINMATRIX_IOC_INFO, &req);
+	if (!ret)
+		info = req;
+	return ret;
+}
+
+pinmatrix_info pin_module::info() const
+{
+	pinmatrix_info info{};
+	if (int ret = try_info(info))
+		throw sys_error(-ret, "PINMATRIX_IOC_INFO");
+	return info;
+}
+
+int pin_module::try_probe(uintptr_t addr, size_t npages, std::vector<pinmatrix_page> &out,
+			  uint32_t flags) const
+{
+	std::vector<pinmatrix_page> pages(npages);
+	pinmatrix_probe req{};
+	req.size = sizeof(req);
+	req.flags = flags;
+	req.addr = addr;
+	req.npages = npages;
+	req.pages = reinterpret_cast<uintptr_t>(pages.data());
+	int ret = ioctl_errno(fd(), PINMATRIX_IOC_PROBE, &req);
+	if (!ret)
+		out = std::move(pages);
+	return ret;
+}
+
+std::vector<pinmatrix_page> pin_module::probe(uintptr_t addr, size_t npages, uint32_t flags) const
+{
+	std::vector<pinmatrix_page> out;
+	if (int ret = try_probe(addr, npages, out, flags))
+		throw sys_error(-ret, "PINMATRIX_IOC_PROBE");
+	return out;
+}
+
+int pin_module::try_pin(pinmatrix_contract contract, uintptr_t addr, size_t npages,
+			uint32_t flags, held_pin &out) const
+{
+	std::vector<uint64_t> pfns(npages);
+	pinmatrix_pin req{};
+	req.size = sizeof(req);
+	req.contract = contract;
+	req.flags = flags;
+	req.addr = addr;
+	req.npages = npages;
+	req.pfns = reinterpret_cast<uintptr_t>(pfns.data());
+	int ret = ioctl_errno(fd(), PINMATRIX_IOC_PIN, &req);
+	if (ret)
+		return ret;
+	held_pin pin;
+	pin.module_fd_ = fd();
+	pin.id_ = req.id;
+	pin.pfns_ = std::move(pfns);
+	out = std::move(pin);
+	return 0;
+}
+
+held_pin pin_module::pin(pinmatrix_contract contract, uintptr_t addr, size_t npages,
+			 uint32_t flags) const
+{
+	held_pin pin;
+	if (int ret = try_pin(contract, addr, npages, flags, pin))
+		throw sys_error(-ret, std::string("PINMATRIX_IOC_PIN ") + contract_name(contract));
+	return pin;
+}
+
+int pin_module::try_unpin(uint32_t id) const
+{
+	return unpin_errno(fd(), id);
+}
+
+int pin_module::try_list(std::vector<pinmatrix_pin_info> &out) const
+{
+	// Ask for the count first, then for that many (pins only change through us).
+	pinmatrix_list req{};
+	req.size = sizeof(req);
+	if (int ret = ioctl_errno(fd(), PINMATRIX_IOC_LIST, &req))
+		return ret;
+	std::vector<pinmatrix_pin_info> pins(req.count);
+	req.pins = reinterpret_cast<uintptr_t>(pins.data());
+	if (int ret = ioctl_errno(fd(), PINMATRIX_IOC_LIST, &req))
+		return ret;
+	pins.resize(std::min<size_t>(pins.size(), req.count));
+	out = std::move(pins);
+	return 0;
+}
+
+std::vector<pinmatrix_pin_info> pin_module::list() const
+{
+	std::vector<pinmatrix_pin_info> out;
+	if (int ret = try_list(out))
+		throw sys_error(-ret, "PINMATRIX_IOC_LIST");
+	return out;
+}
+
+const char *zone_name(uint8_t zone)
+{
+	switch (zone) {
+	case PINMATRIX_ZONE_DMA: return "DMA";
+	case PINMATRIX_ZONE_DMA32: return "DMA32";
+	case PINMATRIX_ZONE_NORMAL: return "Normal";
+	case PINMATRIX_ZONE_HIGHMEM: return "HighMem";
+	case PINMATRIX_ZONE_MOVABLE: return "Movable";
+	case PINMATRIX_ZONE_DEVICE: return "Device";
+	default: return "unknown";
+	}
+}
+
+const char *migratetype_name(uint8_t mt)
+{
+	switch (mt) {
+	case PINMATRIX_MT_UNMOVABLE: return "Unmovable";
+	case PINMATRIX_MT_MOVABLE: return "Movable";
+	case PINMATRIX_MT_RECLAIMABLE: return "Reclaimable";
+	case PINMATRIX_MT_HIGHATOMIC: return "HighAtomic";
+	case PINMATRIX_MT_CMA: return "CMA";
+	case PINMATRIX_MT_ISOLATE: return "Isolate";
+	default: return "unknown";
+	}
+}
+
+const char *contract_name(uint32_t contract)
+{
+	switch (contract) {
+	case PINMATRIX_CONTRACT_GUP_REF: return "FOLL_GET";
+	case PINMATRIX_CONTRACT_FOLL_PIN: return "FOLL_PIN";
+	case PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM: return "FOLL_PIN|FOLL_LONGTERM";
+	default: return "unknown";
+	}
+}
+
+const char *mt_method_name(uint32_t method)
+{
+	switch (method) {
+	case PINMATRIX_MT_METHOD_PAGEBLOCK_BITMAP: return "pageblock-bitmap";
+	default: return "none";
+	}
+}
+
+} // namespace pinmatrix

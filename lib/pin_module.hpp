@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// C++ side of /dev/pinmatrix (kmod/pinmatrix). IGT style: try_foo() returns
+// 0 or -errno and changes nothing on failure; foo() throws std::system_error.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pinmatrix.h"
+#include "unique_fd.hpp"
+
+namespace pinmatrix {
+
+inline constexpr const char *default_device_path = "/dev/" PINMATRIX_DEVICE_NAME;
+
+class pin_module;
+
+// A first pin held by the module; released when this goes (or the fd
+// closes). It must not outlive the pin_module that took it.
+class held_pin {
+public:
+	held_pin() = default;
+	held_pin(held_pin &&o) noexcept;
+	held_pin &operator=(held_pin &&o) noexcept;
+	held_pin(const held_pin &) = delete;
+	held_pin &operator=(const held_pin &) = delete;
+	~held_pin();
+
+	uint32_t id() const { return id_; }
+	const std::vector<uint64_t> &pfns() const { return pfns_; }
+	explicit operator bool() const { return id_ != 0; }
+	// Releases now; returns 0 or -errno.
+	int release();
+
+private:
+	friend class pin_module;
+	int module_fd_ = -1;
+	uint32_t id_ = 0;
+	std::vector<uint64_t> pfns_;
+};
+
+class pin_module {
+public:
+	// Throws unmet_need when the device is absent (module not loaded) or
+	// not ours to open (not root).
+	static pin_module open(const std::string &path = default_device_path);
+
+	int try_info(pinmatrix_info &info) const;
+	pinmatrix_info info() const;
+
+	int try_probe(uintptr_t addr, size_t npages, std::vector<pinmatrix_page> &out,
+		      uint32_t flags = 0) const;
+	std::vector<pinmatrix_page> probe(uintptr_t addr, size_t npages,
+					  uint32_t flags = 0) const;
+	pinmatrix_page probe_one(uintptr_t addr) const { return probe(addr, 1).at(0); }
+
+	int try_pin(pinmatrix_contract contract, uintptr_t addr, size_t npages,
+		    uint32_t flags, held_pin &out) const;
+	held_pin pin(pinmatrix_contract contract, uintptr_t addr, size_t npages,
+		     uint32_t flags = PINMATRIX_PIN_WRITE) const;
+
+	int try_unpin(uint32_t id) const;
+	int try_list(std::vector<pinmatrix_pin_info> &out) const;
+	std::vector<pinmatrix_pin_info> list() const;
+
+	int fd() const { return fd_.get(); }
+
+private:
+	explicit pin_module(unique_fd fd) : fd_(std::move(fd)) {}
+	unique_fd fd_;
+};
+
+const char *zone_name(uint8_t zone);
+const char *migratetype_name(uint8_t mt);
+const char *contract_name(uint32_t contract);
+const char *mt_method_name(uint32_t method);
+
+} // namespace pinmatrix

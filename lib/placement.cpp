@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "placement.hpp"
+
+#include <sys/mman.h>
+
+#include <array>
+#include <vector>
+
+#include "sys_error.hpp"
+
+namespace pinmatrix {
+
+namespace {
+
+constexpr std::array<placement_traits, 3> table = {{
+	{placement::ordinary, "ordinary", true, "ZONE_NORMAL/DMA32, MIGRATE_MOVABLE or UNMOVABLE pageblock"},
+	{placement::movable, "movable", false, "ZONE_MOVABLE (movablecore= / kernelcore=)"},
+	{placement::cma, "cma", false, "MIGRATE_CMA pageblock (cma= / hugetlb_cma=)"},
+}};
+
+} // namespace
+
+const placement_traits &traits(placement p)
+{
+	for (const auto &t : table)
+		if (t.kind == p)
+			return t;
+	throw std::logic_error("unknown placement");
+}
+
+std::string_view name(placement p) { return traits(p).name; }
+
+std::optional<placement> parse_placement(std::string_view s)
+{
+	for (const auto &t : table)
+		if (s == t.name)
+			return t.kind;
+	return std::nullopt;
+}
+
+std::optional<placement> classify(const pinmatrix_page &page)
+{
+	if (!(page.flags & PINMATRIX_PAGE_PRESENT) || (page.flags & PINMATRIX_PAGE_ZERO))
+		return std::nullopt;
+	if (page.migratetype == PINMATRIX_MT_CMA)
+		return placement::cma;
+	if (page.zone == PINMATRIX_ZONE_MOVABLE)
+		return placement::movable;
+	return placement::ordinary;
+}
+
+mapping populated_pages(size_t length)
+{
+	mapping m = mapping::anonymous(length, false);
+	// 4 KiB pages as in the incident: a THP would move as one 2 MiB folio.
+	if (madvise(m.data(), m.size(), MADV_NOHUGEPAGE))
+		throw last_sys_error("madvise(MADV_NOHUGEPAGE)");
+#ifdef MADV_POPULATE_WRITE
+	if (!madvise(m.data(), m.size(), MADV_POPULATE_WRITE))
+		return m;
+#endif
+	for (size_t off = 0; off < m.size(); off += page_size())
+		m.data()[off] = std::byte{0x5a};
+	return m;
+}
+
+std::optional<found_page> find_page(const pin_module &module, placement want,
+				    size_t budget_bytes, size_t chunk_bytes)
+{
+	const size_t ps = page_size();
+	chunk_bytes = std::max(ps, chunk_bytes / ps * ps);
+	std::vector<mapping> filled;
+	size_t scanned = 0;
+	while (scanned < budget_bytes) {
+		mapping chunk = populated_pages(std::min(chunk_bytes, budget_bytes - scanned));
+		scanned += chunk.size();
+		auto pages = module.probe(chunk.addr(), chunk.size() / ps);
+		for (size_t i = 0; i < pages.size(); i++) {
+			if (classify(pages[i]) != want)
+				continue;
+			chunk.trim_to(i * ps, ps);
+			return found_page{std::move(chunk), pages[i], scanned};
+		}
+		// Keep it: the filled chunks are what moves the allocator on.
+		filled.push_back(std::move(chunk));
+	}
+	return std::nullopt;
+}
+
+} // namespace pinmatrix

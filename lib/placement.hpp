@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// Where a page lives, as far as a long-term pin cares: ordinary memory it
+// may stay in, or ZONE_MOVABLE / a MIGRATE_CMA pageblock it must leave first.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "mapping.hpp"
+#include "pin_module.hpp"
+
+namespace pinmatrix {
+
+enum class placement { ordinary, movable, cma };
+
+struct placement_traits {
+	placement kind;
+	const char *name;
+	// is_longterm_pinnable_page(): may a long-term pin leave the page here?
+	bool longterm_pinnable;
+	const char *meaning;
+};
+
+const placement_traits &traits(placement p);
+std::string_view name(placement p);
+std::optional<placement> parse_placement(std::string_view s);
+
+// The placement of a probed page; nullopt when it is absent or the zero page.
+std::optional<placement> classify(const pinmatrix_page &page);
+
+struct found_page {
+	mapping map;		// exactly one page
+	pinmatrix_page page;	// as probed when found
+	size_t scanned_bytes = 0;
+};
+
+// Faults anonymous 4 KiB pages (THP off) chunk by chunk until one lands in
+// the wanted placement, keeps that page and gives the rest back. The filled
+// chunks also push the allocator on, which is how a page reaches ordinary
+// memory past a movable zone (or CMA past ordinary memory). nullopt when
+// budget_bytes ran out first.
+std::optional<found_page> find_page(const pin_module &module, placement want,
+				    size_t budget_bytes, size_t chunk_bytes = 16 << 20);
+
+// Anonymous pages, THP off, populated for write.
+mapping populated_pages(size_t length);
+
+} // namespace pinmatrix

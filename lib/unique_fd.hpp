@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <unistd.h>
+
+#include <utility>
+
+namespace pinmatrix {
+
+// Owns one file descriptor; closes it when it goes.
+class unique_fd {
+public:
+	unique_fd() = default;
+	explicit unique_fd(int fd) : fd_(fd) {}
+	unique_fd(unique_fd &&o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+	unique_fd &operator=(unique_fd &&o) noexcept
+	{
+		if (this != &o)
+			reset(std::exchange(o.fd_, -1));
+		return *this;
+	}
+	unique_fd(const unique_fd &) = delete;
+	unique_fd &operator=(const unique_fd &) = delete;
+	~unique_fd() { reset(); }
+
+	int get() const { return fd_; }
+	explicit operator bool() const { return fd_ >= 0; }
+	int release() { return std::exchange(fd_, -1); }
+	void reset(int fd = -1)
+	{
+		if (fd_ >= 0)
+			::close(fd_);
+		fd_ = fd;
+	}
+
+private:
+	int fd_ = -1;
+};
+
+} // namespace pinmatrix

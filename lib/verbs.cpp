@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "verbs.hpp"
+
+#include <time.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "sys_error.hpp"
+
+namespace pinmatrix {
+
+int64_t monotonic_raw_ns()
+{
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+namespace {
+
+struct device_list_deleter {
+	void operator()(ibv_device **l) const { ibv_free_device_list(l); }
+};
+
+bool gid_is_zero(const ibv_gid &gid)
+{
+	static const ibv_gid zero{};
+	return !std::memcmp(&gid, &zero, sizeof(gid));
+}
+
+} // namespace
+
+verbs_device verbs_device::open(const std::string &name)
+{
+	int n = 0;
+	std::unique_ptr<ibv_device *, device_list_deleter> list(ibv_get_device_list(&n));
+	if (!list || n == 0)
+		throw unmet_need("no RDMA device (ibv_get_device_list found none; "
+				 "in a VM: modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <dev>)");
+	ibv_device *found = nullptr;
+	for (int i = 0; i < n && !found; i++)
+		if (name.empty() || name == ibv_get_device_name(list.get()[i]))
+			found = list.get()[i];
+	if (!found)
+		throw unmet_need("RDMA device " + name + " not found");
+
+	verbs_device dev;
+	dev.name_ = ibv_get_device_name(found);
+	dev.ctx_.reset(ibv_open_device(found));
+	if (!dev.ctx_)
+		throw last_sys_error("ibv_open_device " + dev.name_);
+	dev.pd_.reset(ibv_alloc_pd(dev.ctx_.get()));
+	if (!dev.pd_)
+		throw last_sys_error("ibv_alloc_pd " + dev.name_);
+
+	ibv_port_attr port{};
+	if (int err = ibv_query_port(dev.ctx_.get(), dev.port_, &port))
+		throw sys_error(err, "ibv_query_port " + dev.name_);
+	// RoCE needs a GID for the loopback queue pairs: take the first one set.
+	for (int i = 0; i < port.gid_tbl_len; i++) {
+		ibv_gid gid{};
+		if (ibv_query_gid(dev.ctx_.get(), dev.port_, i, &gid) || gid_is_zero(gid))
+			continue;
+		dev.gid_index_ = i;
+		dev.gid_ = gid;
+		break;
+	}
+	return dev;
+}
+
+registration register_memory(const verbs_device &dev, void *addr, size_t length, int access)
+{
+	registration reg;
+	errno = 0;
+	int64_t t0 = monotonic_raw_ns();
+	ibv_mr *mr = ibv_reg_mr(dev.pd(), addr, length, access);
+	int64_t t1 = monotonic_raw_ns();
+	reg.err = mr ? 0 : (errno ? errno : EIO);
+	reg.latency_ns = t1 - t0;
+	reg.mr.reset(mr);
+	return reg;
+}
+
+namespace {
+
+void modify_or_throw(ibv_qp *qp, ibv_qp_attr &attr, int mask, const char *what)
+{
+	if (int err = ibv_modify_qp(qp, &attr, mask))
+		throw sys_error(err, std::string("ibv_modify_qp ") + what);
+}
+
+void connect(ibv_qp *qp, uint32_t remote_qpn, const verbs_device &dev)
+{
+	ibv_qp_attr attr{};
+	attr.qp_state = IBV_QPS_INIT;
+	attr.pkey_index = 0;
+	attr.port_num = dev.port();
+	attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			       IBV_ACCESS_LOCAL_WRITE;
+	modify_or_throw(qp, attr,
+			IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+			"INIT");
+
+	attr = {};
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_1024;
+	attr.dest_qp_num = remote_qpn;
+	attr.rq_psn = 0;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.grh.dgid = dev.gid();
+	attr.ah_attr.grh.sgid_index = uint8_t(dev.gid_index());
+	attr.ah_attr.grh.hop_limit = 1;
+	attr.ah_attr.port_num = dev.port();
+	modify_or_throw(qp, attr,
+			IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+			"RTR");
+
+	attr = {};
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.sq_psn = 0;
+	attr.max_rd_atomic = 1;
+	modify_or_throw(qp, attr,
+			IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+			"RTS");
+}
+
+} // namespace
+
+loopback_qp loopback_qp::create(const verbs_device &dev)
+{
+	if (dev.gid_index() < 0)
+		throw unmet_need("RDMA device " + dev.name() + " has no GID: is its netdev up?");
+	loopback_qp lb;
+	lb.cq_.reset(ibv_create_cq(dev.context(), 16, nullptr, nullptr, 0));
+	if (!lb.cq_)
+		throw last_sys_error("ibv_create_cq");
+	ibv_qp_init_attr init{};
+	init.send_cq = lb.cq_.get();
+	init.recv_cq = lb.cq_.get();
+	init.qp_type = IBV_QPT_RC;
+	init.cap.max_send_wr = 4;
+	init.cap.max_recv_wr = 4;
+	init.cap.max_send_sge = 1;
+	init.cap.max_recv_sge = 1;
+	lb.sender_.reset(ibv_create_qp(dev.pd(), &init));
+	if (!lb.sender_)
+		throw last_sys_error("ibv_create_qp");
+	lb.receiver_.reset(ibv_create_qp(dev.pd(), &init));
+	if (!lb.receiver_)
+		throw last_sys_error("ibv_create_qp");
+	connect(lb.sender_.get(), lb.receiver_->qp_num, dev);
+	connect(lb.receiver_.get(), lb.sender_->qp_num, dev);
+	return lb;
+}
+
+int loopback_qp::rdma_write(const ibv_mr *local_mr, const void *local, size_t length,
+			    uint64_t remote_addr, uint32_t remote_rkey,
+			    std::chrono::milliseconds timeout)
+{
+	ibv_sge sge{};
+	sge.addr = reinterpret_cast<uintptr_t>(local);
+	sge.length = uint32_t(length);
+	sge.lkey = local_mr->lkey;
+	ibv_send_wr wr{};
+	wr.wr_id = 1;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = remote_addr;
+	wr.wr.rdma.rkey = remote_rkey;
+	ibv_send_wr *bad = nullptr;
+	if (int err = ibv_post_send(sender_.get(), &wr, &bad))
+		return -err;
+
+	const int64_t deadline = monotonic_raw_ns() +
+				 std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
+	ibv_wc wc{};
+	for (;;) {
+		int n = ibv_poll_cq(cq_.get(), 1, &wc);
+		if (n < 0)
+			return -EIO;
+		if (n == 1)
+			break;
+		if (monotonic_raw_ns() > deadline)
+			return -ETIMEDOUT;
+		struct timespec pause = {0, 100'000};
+		nanosleep(&pause, nullptr);
+	}
+	wc_status_ = wc.status;
+	return wc.status == IBV_WC_SUCCESS ? 0 : -EIO;
+}
+
+} // namespace pinmatrix

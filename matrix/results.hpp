@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// results.json, schema "pinmatrix/1": the contract later tools read.
+//   { "schema", "tool", "kernel": {release, cmdline}, "rdma_device",
+//     "module": {...}, "cases": [ {id, name, placement, first_pin,
+//     second_pin, expected, observed: {errno, migrated, pfn_before,
+//     pfn_after, ...}, latency_ns, verdict, reason} ], "summary", "verdict" }
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "verdict.hpp"
+
+namespace pinmatrix {
+
+inline constexpr const char *results_schema = "pinmatrix/1";
+
+nlohmann::json to_json(const page_state &p);
+page_state page_state_from_json(const nlohmann::json &j);
+nlohmann::json to_json(const observation &o);
+observation observation_from_json(const nlohmann::json &j);
+nlohmann::json to_json(const case_result &r);
+
+struct run_summary {
+	int pass = 0, fail = 0, skip = 0, error = 0;
+	verdict overall = verdict::skip;
+};
+run_summary summarize(const std::vector<case_result> &results);
+run_summary summarize_json(const nlohmann::json &cases);
+
+// 0 all pass (or pass and skip), 1 any fail or error, 4 all skipped.
+int exit_code(const run_summary &s);
+
+// Writes pretty JSON to path through a temporary file and rename(), so a
+// reader never sees half a file.
+void write_json_atomically(const std::filesystem::path &path, const nlohmann::json &doc);
+nlohmann::json read_json(const std::filesystem::path &path);
+
+// The human table: case, placement, first pin, second pin, expected,
+// observed, verdict.
+std::string format_table(const nlohmann::json &cases);
+
+} // namespace pinmatrix

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "verdict.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+namespace pinmatrix {
+
+const char *name(verdict v)
+{
+	switch (v) {
+	case verdict::pass: return "pass";
+	case verdict::fail: return "fail";
+	case verdict::skip: return "skip";
+	case verdict::error: return "error";
+	}
+	return "error";
+}
+
+verdict worst(verdict a, verdict b)
+{
+	auto rank = [](verdict v) {
+		switch (v) {
+		case verdict::error: return 3;
+		case verdict::fail: return 2;
+		case verdict::pass: return 1;
+		case verdict::skip: return 0;
+		}
+		return 3;
+	};
+	return rank(a) >= rank(b) ? a : b;
+}
+
+std::string errno_name(int err)
+{
+	if (!err)
+		return "ok";
+	const char *n = strerrorname_np(err);
+	return std::string(n ? n : "errno") + " (" + std::to_string(err) + ")";
+}
+
+namespace {
+
+std::string hex(uint64_t v)
+{
+	char buf[32];
+	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+	return buf;
+}
+
+} // namespace
+
+bool observation::migrated_by_first_pin() const
+{
+	return after_first_pin && after_first_pin->pfn != before.pfn;
+}
+
+bool observation::migrated_by_registration() const
+{
+	const uint64_t from = after_first_pin ? after_first_pin->pfn : before.pfn;
+	return after_registration && after_registration->pfn != from;
+}
+
+uint64_t observation::pfn_after() const
+{
+	if (after_registration)
+		return after_registration->pfn;
+	if (after_first_pin)
+		return after_first_pin->pfn;
+	return before.pfn;
+}
+
+std::string observation::summary() const
+{
+	if (first_pin_errno)
+		return "first pin " + errno_name(first_pin_errno);
+	std::string s;
+	if (migrated_by_first_pin())
+		s = "moved at first pin, ";
+	if (migrated_by_registration())
+		s += "moved " + hex(after_first_pin ? after_first_pin->pfn : before.pfn) + "->" +
+		     hex(after_registration->pfn) + ", ";
+	if (registration_errno) {
+		s += errno_name(registration_errno);
+		if (content_intact)
+			s += *content_intact ? ", page intact" : ", page CHANGED";
+		return s;
+	}
+	return s + "ok";
+}
+
+case_result judge(const case_def &def, const observation &obs)
+{
+	case_result r;
+	r.def = def;
+	r.expected = expect(def.where, def.first);
+	r.observed = obs;
+	const auto &e = r.expected;
+	std::vector<std::string> why;
+
+	if (obs.first_pin_errno) {
+		r.outcome = verdict::fail;
+		r.reason = "first pin failed: " + errno_name(obs.first_pin_errno);
+		return r;
+	}
+	if (obs.migrated_by_first_pin() != e.first_pin_migrates)
+		why.push_back(e.first_pin_migrates ? "first pin did not move the page"
+						   : "first pin moved the page");
+	if (obs.registration_errno != e.registration_errno)
+		why.push_back("registration " + errno_name(obs.registration_errno) + ", expected " +
+			      errno_name(e.registration_errno));
+	else if (obs.migrated_by_registration() != e.registration_migrates)
+		why.push_back(e.registration_migrates ? "registration did not move the page"
+						      : "registration moved the page");
+	if (!obs.registration_errno) {
+		if (obs.after_registration && !obs.after_registration->longterm_pinnable)
+			why.push_back("registered page left in " + obs.after_registration->placement +
+				      " memory");
+		if (obs.rdma_write_readback != true)
+			why.push_back("RDMA WRITE readback: " +
+				      (obs.rdma_detail.empty() ? std::string("not done") : obs.rdma_detail));
+	} else {
+		if (obs.content_intact != true)
+			why.push_back("page content changed by the failed registration");
+		if (!obs.recovery)
+			why.push_back("no recovery attempt");
+		else if (obs.recovery->errno_value)
+			why.push_back("registration after releasing the first pin: " +
+				      errno_name(obs.recovery->errno_value));
+	}
+
+	r.outcome = why.empty() ? verdict::pass : verdict::fail;
+	for (const auto &w : why)
+		r.reason += (r.reason.empty() ? "" : "; ") + w;
+	return r;
+}
+
+case_result not_run(const case_def &def, verdict v, std::string reason)
+{
+	case_result r;
+	r.def = def;
+	r.expected = expect(def.where, def.first);
+	r.outcome = v;
+	r.reason = std::move(reason);
+	return r;
+}
+
+} // namespace pinmatrix
