@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -69,8 +70,10 @@ private:
 };
 
 // What a child sends its parent: {"observation": ...} | {"skip": why} | {"error": why}.
-json run_child(const case_def &c, const run_options &opt)
+json run_child(const case_def &c, const run_options &opt, bool hang)
 {
+	while (hang)
+		pause();
 	try {
 		auto module = pin_module::open();
 		auto dev = verbs_device::open(opt.device);
@@ -83,7 +86,7 @@ json run_child(const case_def &c, const run_options &opt)
 	}
 }
 
-case_result run_in_child(const case_def &c, const run_options &opt)
+case_result run_in_child(const case_def &c, const run_options &opt, bool hang)
 {
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC))
@@ -95,7 +98,7 @@ case_result run_in_child(const case_def &c, const run_options &opt)
 		throw last_sys_error("fork");
 	if (pid == 0) {
 		rd.reset();
-		std::string msg = run_child(c, opt).dump();
+		std::string msg = run_child(c, opt, hang).dump();
 		size_t off = 0;
 		while (off < msg.size()) {
 			ssize_t n = write(wr.get(), msg.data() + off, msg.size() - off);
@@ -164,11 +167,35 @@ json vmstat_pins()
 		{"nr_foll_pin_released", v["nr_foll_pin_released"]}};
 }
 
+void panic_now(const std::string &id)
+{
+	std::cout << "pinmatrix: fault injection: kernel panic at case " << id << std::endl;
+	sync();
+	std::ofstream("/proc/sysrq-trigger") << 'c' << std::flush;
+	pause();
+}
+
 } // namespace
+
+fault_plan parse_fault(const std::string &spec)
+{
+	fault_plan f;
+	if (spec.empty())
+		return f;
+	const auto eq = spec.find('=');
+	const std::string kind = spec.substr(0, eq);
+	const std::string id = eq == std::string::npos ? "" : spec.substr(eq + 1);
+	if (kind != "panic-at" && kind != "hang-at")
+		throw usage_error("--fault '" + spec + "': expected panic-at=CASE or hang-at=CASE");
+	const std::string known = select_cases({id}).at(0).id;
+	(kind == "panic-at" ? f.panic_at : f.hang_at) = known;
+	return f;
+}
 
 int run_matrix(const run_options &opt)
 {
 	const auto plan = select_cases(opt.cases);
+	const auto fault = parse_fault(opt.fault);
 	if (opt.case_timeout_s <= 0)
 		throw usage_error("--case-timeout must be a positive number of seconds");
 	if (!opt.out.empty())
@@ -214,7 +241,9 @@ int run_matrix(const run_options &opt)
 	for (size_t i = 0; i < plan.size(); i++) {
 		const auto &c = plan[i];
 		const auto t0 = std::chrono::steady_clock::now();
-		case_result r = cannot_run.empty() ? run_in_child(c, opt)
+		if (c.id == fault.panic_at)
+			panic_now(c.id);
+		case_result r = cannot_run.empty() ? run_in_child(c, opt, c.id == fault.hang_at)
 						   : not_run(c, verdict::skip, cannot_run);
 		r.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
 					std::chrono::steady_clock::now() - t0)
@@ -222,8 +251,8 @@ int run_matrix(const run_options &opt)
 		std::string v = name(r.outcome);
 		for (auto &ch : v)
 			ch = char(toupper(ch));
-		std::cout << "[" << i + 1 << "/" << plan.size() << "] " << c.id << " (" << c.name
-			  << "): " << v << (r.reason.empty() ? "" : " - " + r.reason) << std::endl;
+		std::cout << "[" << i + 1 << "/" << plan.size() << "] " << c.id
+			  << (c.id == c.name ? "" : " (" + c.name + ")") << ": " << v << (r.reason.empty() ? "" : " - " + r.reason) << std::endl;
 		results.push_back(r);
 		doc["cases"].push_back(to_json(r));
 		// Written as each case ends: a guest that dies keeps what finished.

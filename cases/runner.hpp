@@ -20,7 +20,18 @@ struct run_options {
 	std::optional<std::filesystem::path> module;	// pinmatrix.ko to load if absent
 	int case_timeout_s = 60;
 	size_t find_budget_mib = 2048;
+	// Fault injection, to prove that faults end as ERROR verdicts:
+	// "panic-at=ID" panics the kernel as case ID starts (sysrq 'c'),
+	// "hang-at=ID" makes case ID's process never return.
+	std::string fault;
 };
+
+struct fault_plan {
+	std::string panic_at;
+	std::string hang_at;
+};
+// Throws usage_error for anything but the forms above with a known case.
+fault_plan parse_fault(const std::string &spec);
 
 // Returns the exit code: 0 pass, 1 fail or error, 4 all skipped.
 int run_matrix(const run_options &opt);

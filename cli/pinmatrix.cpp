@@ -54,6 +54,7 @@ int main(int argc, char **argv)
 	run_cmd->add_option("--find-budget", run.find_budget_mib,
 			    "MiB a case may fault in to find a page in its placement")
 		->check(CLI::PositiveNumber);
+	run_cmd->add_option("--fault", run.fault, "Fault injection: panic-at=CASE | hang-at=CASE");
 
 	vm_options vm;
 	auto *vm_cmd = app.add_subcommand("vm", "Boot a QEMU guest (TCG) and run the matrix inside it");
@@ -72,10 +73,24 @@ int main(int argc, char **argv)
 	vm_cmd->add_option("--cases", vm.cases, "Case ids or names (default: all)")->delimiter(',');
 	vm_cmd->add_option("--guest-cmd", vm.guest_cmd,
 			   "Run this shell command in the guest instead of the matrix (tests)");
+	vm_cmd->add_option("--fault", vm.fault, "Fault injection in the guest: panic-at=CASE | hang-at=CASE");
+	vm_cmd->add_option("--case-timeout", vm.case_timeout_s, "Seconds a case may take in the guest")
+		->check(CLI::PositiveNumber)
+		->capture_default_str();
 	vm_cmd->add_option("--cache", vm.cache, "Cache for kernels and initramfs")->capture_default_str();
 	vm_cmd->add_option("--module", vm.module, "pinmatrix.ko built for the guest kernel")
 		->capture_default_str();
 
+	if (argc > 1 && argv[1][0] != '-') {
+		bool known = false;
+		for (const auto *sub : app.get_subcommands({}))
+			known |= sub->get_name() == argv[1];
+		if (!known) {
+			std::cerr << "pinmatrix: unknown command '" << argv[1]
+				  << "' (commands: cases, run, vm; see --help)\n";
+			return exit_usage;
+		}
+	}
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::ParseError &e) {

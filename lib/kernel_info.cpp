@@ -34,6 +34,9 @@ kernel_info read_kernel_info()
 
 std::map<std::string, uint64_t> read_vmstat()
 {
+	// Fold the per-CPU deltas first (root only; best effort): without it the
+	// pin counters can lag by a few pages.
+	std::ofstream("/proc/sys/vm/stat_refresh") << "1" << std::flush;
 	std::map<std::string, uint64_t> out;
 	std::ifstream in("/proc/vmstat");
 	std::string key;

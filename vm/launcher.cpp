@@ -20,6 +20,7 @@
 #include "kernel_info.hpp"
 #include "plan.hpp"
 #include "results.hpp"
+#include "runner.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
 
@@ -177,6 +178,9 @@ std::string guest_job(const vm_options &opt)
 			list += (list.empty() ? "" : ",") + c;
 		job << " --cases " << shell_quote(list);
 	}
+	if (!opt.fault.empty())
+		job << " --fault " << shell_quote(opt.fault);
+	job << " --case-timeout " << opt.case_timeout_s;
 	job << "\n";
 	return job.str();
 }
@@ -275,8 +279,9 @@ int run_vm(const vm_options &opt)
 	if (opt.out.empty())
 		throw usage_error("--out is required");
 	const auto plan = select_cases(opt.cases);
-	if (!opt.guest_cmd.empty() && !opt.cases.empty())
-		throw usage_error("--guest-cmd and --cases exclude each other");
+	parse_fault(opt.fault);
+	if (!opt.guest_cmd.empty() && (!opt.cases.empty() || !opt.fault.empty()))
+		throw usage_error("--guest-cmd excludes --cases and --fault");
 	if (opt.append.find_first_of("\"'\n") != std::string::npos)
 		throw usage_error("--append must not contain quotes or newlines");
 

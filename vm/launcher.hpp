@@ -24,6 +24,8 @@ struct vm_options {
 	std::filesystem::path module = PINMATRIX_MODULE_PATH;
 	std::vector<std::string> cases;
 	std::string guest_cmd;
+	std::string fault;	// passed to `pinmatrix run --fault` in the guest
+	int case_timeout_s = 60;
 };
 
 // Returns the exit code (see cli/pinmatrix.cpp). Throws usage_error for bad

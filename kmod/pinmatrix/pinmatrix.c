@@ -240,11 +240,14 @@ static long pm_ioctl_probe(void __user *arg)
 			ret = -EINTR;
 			break;
 		}
-		/* The reference is dropped right away: a probe holds nothing. */
-		if (req.flags & PINMATRIX_PROBE_FAULT)
-			got = get_user_pages_fast(addr, want, 0, pages);
-		else
-			got = get_user_pages_fast_only(addr, want, 0, pages);
+		/*
+		 * The reference is dropped right away: a probe holds nothing.
+		 * FOLL_NOFAULT still takes the slow path that fast GUP leaves to
+		 * it (the zero page, special PTEs) but never faults a page in.
+		 */
+		got = get_user_pages_fast(addr, want,
+					  (req.flags & PINMATRIX_PROBE_FAULT) ? 0 : FOLL_NOFAULT,
+					  pages);
 		if (got < 0)
 			got = 0;
 		memset(batch_out, 0, PROBE_BATCH * sizeof(*batch_out));
@@ -309,8 +312,10 @@ static long pm_take_pages(struct pm_pin *pin)
 	default:
 		return -EINVAL;
 	}
-	if (got < 0)
+	if (got < 0) {
+		pin->npages = 0;	/* nothing to release */
 		return got;
+	}
 	if (got < pin->npages) {
 		/* All or nothing: a partial pin would hide which page failed. */
 		pin->npages = got;

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0
+// kmod/pinmatrix in a guest: its ioctls, its bad-input answers, and the
+// promise that every pin goes when its holder does (also on SIGKILL).
+// Runs as root inside `pinmatrix vm --guest-cmd`; loads the module from
+// $PINMATRIX_MODULE when /dev/pinmatrix is absent.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/klog.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "kernel_info.hpp"
+#include "mapping.hpp"
+#include "pin_module.hpp"
+#include "placement.hpp"
+#include "sys_error.hpp"
+#include "unique_fd.hpp"
+
+using namespace pinmatrix;
+
+namespace {
+
+constexpr size_t pages_held = 64;
+
+int64_t pins_outstanding()
+{
+	auto v = read_vmstat();
+	return int64_t(v["nr_foll_pin_acquired"]) - int64_t(v["nr_foll_pin_released"]);
+}
+
+class ModuleEnvironment : public ::testing::Environment {
+public:
+	void SetUp() override
+	{
+		if (std::filesystem::exists(default_device_path))
+			return;
+		const char *ko = std::getenv("PINMATRIX_MODULE");
+		ASSERT_NE(ko, nullptr) << "set PINMATRIX_MODULE or load pinmatrix.ko";
+		unique_fd fd(::open(ko, O_RDONLY | O_CLOEXEC));
+		ASSERT_TRUE(fd) << ko;
+		ASSERT_EQ(syscall(SYS_finit_module, fd.get(), "", 0), 0) << strerror(errno);
+		for (int i = 0; i < 100 && !std::filesystem::exists(default_device_path); i++)
+			usleep(10'000);
+	}
+
+	// Whatever the tests did, the kernel must not have complained.
+	void TearDown() override
+	{
+		std::string log(1 << 20, '\0');
+		int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log.data(), int(log.size()));
+		ASSERT_GE(n, 0) << strerror(errno);
+		log.resize(size_t(n));
+		std::smatch m;
+		EXPECT_FALSE(std::regex_search(log, m, std::regex("(WARNING:|BUG:|Oops|general protection|Call Trace)[^\n]*")))
+			<< "kernel log: " << m.str(0);
+	}
+};
+
+const auto *env = ::testing::AddGlobalTestEnvironment(new ModuleEnvironment);
+
+class Module : public ::testing::Test {
+protected:
+	pin_module module = pin_module::open();
+	mapping pages = populated_pages(pages_held * page_size());
+};
+
+template <typename T> int raw_ioctl(const pin_module &m, unsigned long req, T &arg)
+{
+	return ::ioctl(m.fd(), req, &arg) ? errno : 0;
+}
+
+} // namespace
+
+TEST_F(Module, InfoReportsAbiAndMethod)
+{
+	auto info = module.info();
+	EXPECT_EQ(info.abi_version, unsigned(PINMATRIX_ABI_VERSION));
+	EXPECT_EQ(info.page_size, page_size());
+	EXPECT_EQ(info.mt_method, unsigned(PINMATRIX_MT_METHOD_PAGEBLOCK_BITMAP));
+	EXPECT_EQ(info.pinned_pages, 0u);
+}
+
+TEST_F(Module, ProbeDescribesPresentPages)
+{
+	auto probed = module.probe(pages.addr(), pages_held);
+	ASSERT_EQ(probed.size(), pages_held);
+	for (const auto &p : probed) {
+		EXPECT_TRUE(p.flags & PINMATRIX_PAGE_PRESENT);
+		EXPECT_TRUE(p.flags & PINMATRIX_PAGE_MT_KNOWN);
+		EXPECT_NE(p.pfn, 0u);
+		EXPECT_NE(p.zone, PINMATRIX_ZONE_UNKNOWN);
+		EXPECT_FALSE(p.flags & PINMATRIX_PAGE_MAYBE_DMA_PINNED);
+		// A long-term pin may stay exactly where the page is not movable.
+		EXPECT_EQ(bool(p.flags & PINMATRIX_PAGE_LONGTERM_PINNABLE),
+			  p.zone != PINMATRIX_ZONE_MOVABLE && p.migratetype != PINMATRIX_MT_CMA);
+	}
+}
+
+TEST_F(Module, ProbeReportsAbsentAndZeroPages)
+{
+	mapping untouched = mapping::anonymous(4 * page_size(), false);
+	// 4 KiB PTEs: a read fault in a THP region maps the huge zero page.
+	ASSERT_EQ(madvise(untouched.data(), untouched.size(), MADV_NOHUGEPAGE), 0);
+	volatile std::byte read = untouched.data()[page_size()]; // maps the zero page
+	(void)read;
+	auto probed = module.probe(untouched.addr(), 4);
+	EXPECT_FALSE(probed[0].flags & PINMATRIX_PAGE_PRESENT);
+	EXPECT_TRUE(probed[1].flags & PINMATRIX_PAGE_ZERO);
+	EXPECT_FALSE(probed[2].flags & PINMATRIX_PAGE_PRESENT);
+	auto faulted = module.probe(untouched.addr(), 4, PINMATRIX_PROBE_FAULT);
+	EXPECT_TRUE(faulted[3].flags & PINMATRIX_PAGE_PRESENT);
+}
+
+TEST_F(Module, EachContractPinsListsAndUnpins)
+{
+	for (auto contract : {PINMATRIX_CONTRACT_GUP_REF, PINMATRIX_CONTRACT_FOLL_PIN,
+			      PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM}) {
+		SCOPED_TRACE(contract_name(contract));
+		const int64_t outstanding = pins_outstanding();
+		held_pin pin = module.pin(contract, pages.addr(), pages_held);
+		EXPECT_GT(pin.id(), 0u);
+		auto probed = module.probe(pages.addr(), pages_held);
+		for (size_t i = 0; i < pages_held; i++) {
+			EXPECT_EQ(pin.pfns()[i], probed[i].pfn);
+			// FOLL_GET is a plain reference: not visible as a DMA pin.
+			EXPECT_EQ(bool(probed[i].flags & PINMATRIX_PAGE_MAYBE_DMA_PINNED),
+				  contract != PINMATRIX_CONTRACT_GUP_REF);
+			if (contract == PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM) {
+				EXPECT_TRUE(probed[i].flags & PINMATRIX_PAGE_LONGTERM_PINNABLE);
+			}
+		}
+		auto list = module.list();
+		ASSERT_EQ(list.size(), 1u);
+		EXPECT_EQ(list[0].id, pin.id());
+		EXPECT_EQ(list[0].contract, unsigned(contract));
+		EXPECT_EQ(list[0].npages, pages_held);
+		EXPECT_EQ(module.info().pinned_pages, pages_held);
+		if (contract != PINMATRIX_CONTRACT_GUP_REF) {
+			EXPECT_EQ(pins_outstanding(), outstanding + int64_t(pages_held));
+		}
+		EXPECT_EQ(pin.release(), 0);
+		EXPECT_TRUE(module.list().empty());
+		EXPECT_EQ(pins_outstanding(), outstanding);
+	}
+}
+
+TEST_F(Module, LongTermPinMovesAMovablePageOut)
+{
+	auto found = find_page(module, placement::movable, 64 << 20);
+	if (!found)
+		GTEST_SKIP() << "no ZONE_MOVABLE page (boot with movablecore=)";
+	held_pin pin = module.pin(PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM, found->map.addr(), 1);
+	auto after = module.probe_one(found->map.addr());
+	EXPECT_NE(after.pfn, found->page.pfn);
+	EXPECT_EQ(after.pfn, pin.pfns()[0]);
+	EXPECT_NE(after.zone, PINMATRIX_ZONE_MOVABLE);
+}
+
+TEST_F(Module, BadArgumentsAreRefusedAndLeakNothing)
+{
+	const int64_t outstanding = pins_outstanding();
+	std::vector<uint64_t> pfns(pages_held);
+	auto pin_req = [&] {
+		pinmatrix_pin p{};
+		p.size = sizeof(p);
+		p.contract = PINMATRIX_CONTRACT_FOLL_PIN;
+		p.addr = pages.addr();
+		p.npages = pages_held;
+		p.pfns = reinterpret_cast<uintptr_t>(pfns.data());
+		return p;
+	};
+	auto p = pin_req();
+	p.size = sizeof(p) - 8;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EINVAL);
+	p = pin_req();
+	p.contract = 0;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EINVAL);
+	p = pin_req();
+	p.contract = 99;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EINVAL);
+	p = pin_req();
+	p.flags = 0x80;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EINVAL);
+	p = pin_req();
+	p.addr += 1;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EINVAL);
+	p = pin_req();
+	p.npages = 0;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EINVAL);
+	p = pin_req();
+	p.npages = ~0ULL;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EINVAL);
+	p = pin_req();
+	p.addr = 0xffff800000000000ULL; // kernel half
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EFAULT);
+	p = pin_req();
+	p.pfns = 0x10; // unmapped output: the pages must be given back
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EFAULT);
+
+	// A range that ends in an unmapped hole pins nothing at all.
+	mapping hole = populated_pages(4 * page_size());
+	hole.trim_to(0, 2 * page_size());
+	p = pin_req();
+	p.addr = hole.addr();
+	p.npages = 4;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EFAULT);
+
+	// Read-only memory cannot be pinned for write.
+	void *ro = mmap(nullptr, page_size(), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(ro, MAP_FAILED);
+	p = pin_req();
+	p.addr = reinterpret_cast<uintptr_t>(ro);
+	p.npages = 1;
+	p.flags = PINMATRIX_PIN_WRITE;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EFAULT);
+	munmap(ro, page_size());
+
+	pinmatrix_unpin u{sizeof(u), 12345};
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_UNPIN, u), ENOENT);
+	u.id = 0;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_UNPIN, u), ENOENT);
+	pinmatrix_probe pr{sizeof(pr), 0, pages.addr(), 0, 0};
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PROBE, pr), EINVAL);
+	pr = {sizeof(pr), 0x100, pages.addr(), 1, 0};
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PROBE, pr), EINVAL);
+	pr = {sizeof(pr), 0, pages.addr(), 1, 0x10};
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PROBE, pr), EFAULT);
+	int dummy = 0;
+	EXPECT_EQ(::ioctl(module.fd(), _IO(PINMATRIX_IOC_MAGIC, 0x7f), &dummy) ? errno : 0, ENOTTY);
+	EXPECT_EQ(::ioctl(module.fd(), PINMATRIX_IOC_PIN, nullptr) ? errno : 0, EFAULT);
+
+	EXPECT_TRUE(module.list().empty());
+	EXPECT_EQ(module.info().pinned_pages, 0u);
+	EXPECT_EQ(pins_outstanding(), outstanding);
+}
+
+TEST_F(Module, DoubleUnpinIsENOENT)
+{
+	held_pin pin = module.pin(PINMATRIX_CONTRACT_FOLL_PIN, pages.addr(), 1);
+	const uint32_t id = pin.id();
+	EXPECT_EQ(pin.release(), 0);
+	EXPECT_EQ(module.try_unpin(id), -ENOENT);
+}
+
+TEST_F(Module, PerFileCapIsENOSPC)
+{
+	const std::string param = "/sys/module/pinmatrix/parameters/max_pinned_pages";
+	std::string old;
+	std::ifstream(param) >> old;
+	std::ofstream(param) << 8 << std::flush;
+	held_pin a;
+	EXPECT_EQ(module.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, pages.addr(), 8, 0, a), 0);
+	held_pin b;
+	EXPECT_EQ(module.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, pages.addr(), 1, 0, b), -ENOSPC);
+	std::ofstream(param) << old << std::flush;
+}
+
+TEST_F(Module, PinsOfOneFileAreNotAnothers)
+{
+	pin_module other = pin_module::open();
+	held_pin pin = module.pin(PINMATRIX_CONTRACT_FOLL_PIN, pages.addr(), 1);
+	EXPECT_TRUE(other.list().empty());
+	EXPECT_EQ(other.try_unpin(pin.id()), -ENOENT);
+	EXPECT_EQ(module.list().size(), 1u);
+}
+
+TEST_F(Module, NotForUnprivilegedUsers)
+{
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		int fd = ::open(default_device_path, O_RDWR);
+		_exit(fd < 0 && (errno == EACCES || errno == EPERM) ? 0 : 1);
+	}
+	int status = 0;
+	waitpid(pid, &status, 0);
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0) << "an unprivileged process opened " << default_device_path;
+}
+
+// The must-show of the matrix issue: a killed holder leaves no pin behind.
+TEST(ModuleLifetime, SigkillOfTheHolderReleasesEveryPin)
+{
+	const int64_t outstanding = pins_outstanding();
+	int ready[2];
+	ASSERT_EQ(pipe(ready), 0);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		try {
+			auto m = pin_module::open();
+			auto buf = populated_pages(3 * pages_held * page_size());
+			// One pin per contract, held until the process dies.
+			static held_pin held[3];
+			held[0] = m.pin(PINMATRIX_CONTRACT_GUP_REF, buf.addr(), pages_held);
+			held[1] = m.pin(PINMATRIX_CONTRACT_FOLL_PIN, buf.addr() + pages_held * page_size(),
+					pages_held);
+			held[2] = m.pin(PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM,
+					buf.addr() + 2 * pages_held * page_size(), pages_held);
+			char ok = 'y';
+			if (write(ready[1], &ok, 1) != 1)
+				_exit(2);
+			for (;;)
+				pause();
+		} catch (...) {
+			_exit(1);
+		}
+	}
+	close(ready[1]);
+	char ok = 0;
+	ASSERT_EQ(read(ready[0], &ok, 1), 1) << "holder could not pin";
+	close(ready[0]);
+	EXPECT_EQ(pins_outstanding(), outstanding + 2 * int64_t(pages_held));
+	ASSERT_EQ(kill(pid, SIGKILL), 0);
+	int status = 0;
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFSIGNALED(status));
+	EXPECT_EQ(pins_outstanding(), outstanding);
+	auto v = read_vmstat();
+	if (outstanding == 0) {
+		EXPECT_EQ(v["nr_foll_pin_acquired"], v["nr_foll_pin_released"]);
+	}
+}

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "plan.hpp"
+#include "sys_error.hpp"
+
+using namespace pinmatrix;
+
+namespace {
+
+const case_def &by_id(const std::string &id)
+{
+	for (const auto &c : pin_cases())
+		if (c.id == id)
+			return c;
+	throw std::runtime_error("no case " + id);
+}
+
+} // namespace
+
+TEST(Plan, SeedCasesAreThoseOfSection16_5)
+{
+	EXPECT_EQ(by_id("A").where, placement::movable);
+	EXPECT_EQ(by_id("A").first, first_pin::none);
+	EXPECT_EQ(by_id("B").where, placement::movable);
+	EXPECT_EQ(by_id("B").first, first_pin::foll_pin);
+	EXPECT_EQ(by_id("C").where, placement::movable);
+	EXPECT_EQ(by_id("C").first, first_pin::foll_pin_longterm);
+	EXPECT_EQ(by_id("D").where, placement::ordinary);
+	EXPECT_EQ(by_id("D").first, first_pin::foll_pin);
+	for (const auto &c : pin_cases())
+		EXPECT_EQ(c.second_pin, "ibv_reg_mr");
+}
+
+TEST(Plan, EveryRungCrossedWithMovableAndOrdinary)
+{
+	const auto &cases = pin_cases();
+	EXPECT_EQ(cases.size(), all_first_pins().size() * 2);
+	std::set<std::pair<placement, first_pin>> leaves;
+	for (const auto &c : cases)
+		leaves.insert({c.where, c.first});
+	EXPECT_EQ(leaves.size(), cases.size());
+}
+
+TEST(Plan, IdsAndNamesAreUniqueAndKebabCase)
+{
+	std::set<std::string> ids, names;
+	for (const auto &c : pin_cases()) {
+		EXPECT_TRUE(ids.insert(c.id).second) << c.id;
+		EXPECT_TRUE(names.insert(c.name).second) << c.name;
+		for (char ch : c.name)
+			EXPECT_TRUE(islower(ch) || isdigit(ch) || ch == '-') << c.name;
+	}
+}
+
+TEST(Plan, MovableCasesRunBeforeOrdinaryOnes)
+{
+	bool seen_ordinary = false;
+	for (const auto &c : pin_cases()) {
+		if (c.where == placement::ordinary)
+			seen_ordinary = true;
+		else
+			EXPECT_FALSE(seen_ordinary) << c.id;
+	}
+}
+
+TEST(Plan, SelectByIdOrNameKeepsPlanOrder)
+{
+	auto sel = select_cases({"D", "movable-none", "B", "D"});
+	ASSERT_EQ(sel.size(), 3u);
+	EXPECT_EQ(sel[0].id, "A");
+	EXPECT_EQ(sel[1].id, "B");
+	EXPECT_EQ(sel[2].id, "D");
+	EXPECT_EQ(select_cases({}).size(), pin_cases().size());
+	EXPECT_EQ(select_cases({"all"}).size(), pin_cases().size());
+}
+
+TEST(Plan, UnknownCaseIsAUsageErrorNamingIt)
+{
+	try {
+		select_cases({"A", "Z"});
+		FAIL() << "no error";
+	} catch (const usage_error &e) {
+		EXPECT_NE(std::string(e.what()).find("'Z'"), std::string::npos);
+	}
+}

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0
+// judge() on hand-built observations: it must pass what agrees with the rule
+// table and fail, naming the mismatch, what does not.
+
+#include <cerrno>
+
+#include <gtest/gtest.h>
+
+#include "plan.hpp"
+#include "verdict.hpp"
+
+using namespace pinmatrix;
+
+namespace {
+
+page_state page(uint64_t pfn, const char *where)
+{
+	page_state p;
+	p.pfn = pfn;
+	p.placement = where;
+	p.zone = std::string(where) == "movable" ? "Movable" : "DMA32";
+	p.migratetype = "Movable";
+	p.longterm_pinnable = std::string(where) == "ordinary";
+	return p;
+}
+
+const case_def &find(const std::string &id)
+{
+	for (const auto &c : pin_cases())
+		if (c.id == id)
+			return c;
+	throw std::runtime_error(id);
+}
+
+// What a correct kernel shows for case A.
+observation good_a()
+{
+	observation o;
+	o.before = page(0x20a5a, "movable");
+	o.after_first_pin = o.before;
+	o.after_registration = page(0x30bf, "ordinary");
+	o.rdma_write_readback = true;
+	return o;
+}
+
+// ... and for case B.
+observation good_b()
+{
+	observation o;
+	o.before = page(0x20a5a, "movable");
+	o.after_first_pin = o.before;
+	o.after_registration = o.before;
+	o.registration_errno = ENOMEM;
+	o.content_intact = true;
+	o.recovery = recovery_record{0, 1000, 0x30bf};
+	return o;
+}
+
+} // namespace
+
+TEST(Judge, PassesWhatTheRulesExpect)
+{
+	EXPECT_EQ(judge(find("A"), good_a()).outcome, verdict::pass);
+	EXPECT_EQ(judge(find("B"), good_b()).outcome, verdict::pass);
+}
+
+TEST(Judge, FailsARegistrationThatDidNotMove)
+{
+	auto o = good_a();
+	o.after_registration = o.before;
+	auto r = judge(find("A"), o);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("did not move"), std::string::npos) << r.reason;
+}
+
+TEST(Judge, FailsWhenTheFirstPinDidNotBlock)
+{
+	// A kernel where B succeeds is the interesting regression.
+	auto r = judge(find("B"), good_a());
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("expected ENOMEM"), std::string::npos) << r.reason;
+}
+
+TEST(Judge, FailsAFailureThatChangedThePageOrDidNotRecover)
+{
+	auto o = good_b();
+	o.content_intact = false;
+	EXPECT_EQ(judge(find("B"), o).outcome, verdict::fail);
+	o = good_b();
+	o.recovery->errno_value = ENOMEM;
+	EXPECT_EQ(judge(find("B"), o).outcome, verdict::fail);
+	o = good_b();
+	o.recovery.reset();
+	EXPECT_EQ(judge(find("B"), o).outcome, verdict::fail);
+}
+
+TEST(Judge, FailsASuccessWithoutDeviceReadback)
+{
+	auto o = good_a();
+	o.rdma_write_readback = false;
+	o.rdma_detail = "CPU read differs";
+	auto r = judge(find("A"), o);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("CPU read differs"), std::string::npos);
+	o.rdma_write_readback.reset();
+	EXPECT_EQ(judge(find("A"), o).outcome, verdict::fail);
+}
+
+TEST(Judge, FailsAPageLeftInMovableMemory)
+{
+	auto o = good_a();
+	o.after_registration = page(0x999, "movable");
+	auto r = judge(find("A"), o);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("left in movable"), std::string::npos) << r.reason;
+}
+
+TEST(Judge, FirstPinFailureIsAFail)
+{
+	observation o;
+	o.before = page(1, "movable");
+	o.first_pin_errno = ENOMEM;
+	auto r = judge(find("C"), o);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("first pin failed"), std::string::npos);
+}
+
+TEST(Judge, SummaryShowsTheMoveAndTheErrno)
+{
+	EXPECT_EQ(good_a().summary(), "moved 0x20a5a->0x30bf, ok");
+	EXPECT_EQ(good_b().summary(), "ENOMEM (12), page intact");
+}
+
+TEST(Verdict, KernelCiOrder)
+{
+	EXPECT_EQ(worst(verdict::pass, verdict::skip), verdict::pass);
+	EXPECT_EQ(worst(verdict::fail, verdict::pass), verdict::fail);
+	EXPECT_EQ(worst(verdict::fail, verdict::error), verdict::error);
+	EXPECT_EQ(worst(verdict::skip, verdict::skip), verdict::skip);
+}
