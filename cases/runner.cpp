@@ -19,6 +19,7 @@
 #include "kernel_info.hpp"
 #include "pin_case.hpp"
 #include "pin_module.hpp"
+#include "placement.hpp"
 #include "results.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
@@ -237,12 +238,29 @@ int run_matrix(const run_options &opt)
 	std::cout << "pinmatrix: " << plan.size() << " cases on " << kernel.release << " ("
 		  << kernel.cmdline << ")\n";
 	std::vector<case_result> results;
+	std::optional<pin_module> module;
+	if (cannot_run.empty())
+		module.emplace(pin_module::open());
+	placement_pressure pressure;
+	std::optional<placement> pressed;
 	const fs::path results_file = opt.out.empty() ? fs::path() : opt.out / "results.json";
 	for (size_t i = 0; i < plan.size(); i++) {
 		const auto &c = plan[i];
-		const auto t0 = std::chrono::steady_clock::now();
 		if (c.id == fault.panic_at)
 			panic_now(c.id);
+		// Fill memory once per placement (not once per case) so that each
+		// case's fresh allocation lands where it should.
+		if (module && pressed != c.where) {
+			const auto p0 = std::chrono::steady_clock::now();
+			pressure = {};
+			pressure = press_towards(*module, c.where, opt.find_budget_mib << 20);
+			pressed = c.where;
+			doc["placement_pressure"][std::string(name(c.where))] = {
+				{"bytes", pressure.bytes},
+				{"reached", pressure.reached},
+				{"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count()}};
+		}
+		const auto t0 = std::chrono::steady_clock::now();
 		case_result r = cannot_run.empty() ? run_in_child(c, opt, c.id == fault.hang_at)
 						   : not_run(c, verdict::skip, cannot_run);
 		r.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -64,12 +64,16 @@ mapping populated_pages(size_t length)
 	return m;
 }
 
-std::optional<found_page> find_page(const pin_module &module, placement want,
-				    size_t budget_bytes, size_t chunk_bytes)
+namespace {
+
+// Faults chunks in until one holds a page in the wanted placement; the
+// chunks before it stay in `filled`: they are what moved the allocator on.
+std::optional<found_page> fill_until(const pin_module &module, placement want,
+				     size_t budget_bytes, size_t chunk_bytes,
+				     std::vector<mapping> &filled)
 {
 	const size_t ps = page_size();
 	chunk_bytes = std::max(ps, chunk_bytes / ps * ps);
-	std::vector<mapping> filled;
 	size_t scanned = 0;
 	while (scanned < budget_bytes) {
 		mapping chunk = populated_pages(std::min(chunk_bytes, budget_bytes - scanned));
@@ -81,10 +85,32 @@ std::optional<found_page> find_page(const pin_module &module, placement want,
 			chunk.trim_to(i * ps, ps);
 			return found_page{std::move(chunk), pages[i], scanned};
 		}
-		// Keep it: the filled chunks are what moves the allocator on.
 		filled.push_back(std::move(chunk));
 	}
 	return std::nullopt;
+}
+
+} // namespace
+
+std::optional<found_page> find_page(const pin_module &module, placement want,
+				    size_t budget_bytes, size_t chunk_bytes)
+{
+	std::vector<mapping> filled;
+	return fill_until(module, want, budget_bytes, chunk_bytes, filled);
+}
+
+placement_pressure press_towards(const pin_module &module, placement want, size_t budget_bytes,
+				 size_t chunk_bytes)
+{
+	placement_pressure p;
+	auto found = fill_until(module, want, budget_bytes, chunk_bytes, p.chunks);
+	p.reached = found.has_value();
+	for (auto &c : p.chunks) {
+		p.bytes += c.size();
+		// A child's fork() would otherwise copy page tables for all of it.
+		madvise(c.data(), c.size(), MADV_DONTFORK);
+	}
+	return p;
 }
 
 } // namespace pinmatrix

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mapping.hpp"
 #include "pin_module.hpp"
@@ -44,6 +45,17 @@ struct found_page {
 // budget_bytes ran out first.
 std::optional<found_page> find_page(const pin_module &module, placement want,
 				    size_t budget_bytes, size_t chunk_bytes = 16 << 20);
+
+// Memory faulted in and held so that later allocations land in a wanted
+// placement: a runner holds it across the cases of one placement instead of
+// every case filling memory again. Children of fork() do not inherit it.
+struct placement_pressure {
+	std::vector<mapping> chunks;
+	size_t bytes = 0;
+	bool reached = false;	// the last chunk had a page in the placement
+};
+placement_pressure press_towards(const pin_module &module, placement want, size_t budget_bytes,
+				 size_t chunk_bytes = 16 << 20);
 
 // Anonymous pages, THP off, populated for write.
 mapping populated_pages(size_t length);
