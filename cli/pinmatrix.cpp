@@ -22,10 +22,11 @@ constexpr int exit_usage = 2;
 
 void print_cases()
 {
-	std::cout << "id                          placement  first pin            second pin  expected\n";
+	std::printf("%-31s %-10s %-20s %-11s %s\n", "case", "placement", "first pin", "second pin",
+		    "expected");
 	for (const auto &c : pin_cases()) {
 		std::string id = c.id + (c.id == c.name ? "" : " (" + c.name + ")");
-		std::printf("%-27s %-10s %-20s %-11s %s\n", id.c_str(), std::string(name(c.where)).c_str(),
+		std::printf("%-31s %-10s %-20s %-11s %s\n", id.c_str(), std::string(name(c.where)).c_str(),
 			    traits(c.first).label, c.second_pin.c_str(),
 			    expect(c.where, c.first).summary().c_str());
 	}

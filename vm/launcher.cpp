@@ -42,6 +42,17 @@ std::string shell_quote(const std::string &s)
 	return q + "'";
 }
 
+// In a forked child: becomes argv[0], or exits 127 (as a shell would).
+[[noreturn]] void exec_or_die(const std::vector<std::string> &argv)
+{
+	std::vector<char *> args;
+	for (const auto &a : argv)
+		args.push_back(const_cast<char *>(a.c_str()));
+	args.push_back(nullptr);
+	execvp(args[0], args.data());
+	_exit(127);
+}
+
 // Runs argv, returns (exit status, stdout); stderr passes through (progress).
 std::pair<int, std::string> run_capture(const std::vector<std::string> &argv)
 {
@@ -54,12 +65,7 @@ std::pair<int, std::string> run_capture(const std::vector<std::string> &argv)
 		throw last_sys_error("fork");
 	if (pid == 0) {
 		dup2(wr.get(), STDOUT_FILENO);
-		std::vector<char *> args;
-		for (const auto &a : argv)
-			args.push_back(const_cast<char *>(a.c_str()));
-		args.push_back(nullptr);
-		execvp(args[0], args.data());
-		_exit(127);
+		exec_or_die(argv);
 	}
 	wr.reset();
 	std::string out;
@@ -201,12 +207,7 @@ public:
 			dup2(null, STDIN_FILENO);
 			dup2(logfd.get(), STDOUT_FILENO);
 			dup2(logfd.get(), STDERR_FILENO);
-			std::vector<char *> args;
-			for (const auto &a : argv)
-				args.push_back(const_cast<char *>(a.c_str()));
-			args.push_back(nullptr);
-			execvp(args[0], args.data());
-			_exit(127);
+			exec_or_die(argv);
 		}
 	}
 	qemu_process(const qemu_process &) = delete;

@@ -174,6 +174,16 @@ static int pm_check_size(const void __user *arg, u32 expected)
 	return size == expected ? 0 : -EINVAL;
 }
 
+/* Copies an argument struct in once its size field matches this ABI's. */
+static int pm_copy_args(void *req, const void __user *arg, u32 size)
+{
+	int ret = pm_check_size(arg, size);
+
+	if (ret)
+		return ret;
+	return copy_from_user(req, arg, size) ? -EFAULT : 0;
+}
+
 static int pm_check_range(u64 addr, u64 npages, u64 max_pages)
 {
 	if (!npages || npages > max_pages || !PAGE_ALIGNED(addr))
@@ -210,11 +220,9 @@ static long pm_ioctl_probe(void __user *arg)
 	u64 done = 0;
 	int ret;
 
-	ret = pm_check_size(arg, sizeof(req));
+	ret = pm_copy_args(&req, arg, sizeof(req));
 	if (ret)
 		return ret;
-	if (copy_from_user(&req, arg, sizeof(req)))
-		return -EFAULT;
 	if (req.flags & ~PINMATRIX_PROBE_FAULT)
 		return -EINVAL;
 	ret = pm_check_range(req.addr, req.npages, PINMATRIX_PROBE_MAX_PAGES);
@@ -332,11 +340,9 @@ static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 	unsigned long i;
 	long ret;
 
-	ret = pm_check_size(arg, sizeof(req));
+	ret = pm_copy_args(&req, arg, sizeof(req));
 	if (ret)
 		return ret;
-	if (copy_from_user(&req, arg, sizeof(req)))
-		return -EFAULT;
 	if (req.flags & ~PINMATRIX_PIN_WRITE)
 		return -EINVAL;
 	if (req.contract < PINMATRIX_CONTRACT_GUP_REF ||
@@ -408,11 +414,9 @@ static long pm_ioctl_unpin(struct pm_file *pf, void __user *arg)
 	struct pm_pin *pin;
 	int ret;
 
-	ret = pm_check_size(arg, sizeof(req));
+	ret = pm_copy_args(&req, arg, sizeof(req));
 	if (ret)
 		return ret;
-	if (copy_from_user(&req, arg, sizeof(req)))
-		return -EFAULT;
 
 	mutex_lock(&pf->lock);
 	pin = req.id ? xa_erase(&pf->pins, req.id) : NULL;
@@ -434,11 +438,9 @@ static long pm_ioctl_list(struct pm_file *pf, void __user *arg)
 	u32 n = 0;
 	int ret;
 
-	ret = pm_check_size(arg, sizeof(req));
+	ret = pm_copy_args(&req, arg, sizeof(req));
 	if (ret)
 		return ret;
-	if (copy_from_user(&req, arg, sizeof(req)))
-		return -EFAULT;
 	uinfo = u64_to_user_ptr(req.pins);
 
 	mutex_lock(&pf->lock);
