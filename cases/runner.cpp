@@ -13,17 +13,16 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "kernel_info.hpp"
-#include "pin_case.hpp"
 #include "pin_module.hpp"
-#include "placement.hpp"
 #include "results.hpp"
+#include "suite.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
-#include "verbs.hpp"
 
 namespace pinmatrix {
 
@@ -70,24 +69,10 @@ private:
 	bool loaded_ = false;
 };
 
-// What a child sends its parent: {"observation": ...} | {"skip": why} | {"error": why}.
-json run_child(const case_def &c, const run_options &opt, bool hang)
-{
-	while (hang)
-		pause();
-	try {
-		auto module = pin_module::open();
-		auto dev = verbs_device::open(opt.device);
-		return {{"observation",
-			 to_json(run_pin_case(c, module, dev, opt.find_budget_mib << 20))}};
-	} catch (const unmet_need &e) {
-		return {{"skip", e.what()}};
-	} catch (const std::exception &e) {
-		return {{"error", e.what()}};
-	}
-}
-
-case_result run_in_child(const case_def &c, const run_options &opt, bool hang)
+// Runs one case in a child process, bounded by the case timeout. The child
+// sends {"observation"|"skip"|"error"} on a pipe; its exit releases any pin
+// it still held.
+json run_in_child(suite &s, const planned_case &c, int timeout_s, bool hang)
 {
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC))
@@ -99,10 +84,20 @@ case_result run_in_child(const case_def &c, const run_options &opt, bool hang)
 		throw last_sys_error("fork");
 	if (pid == 0) {
 		rd.reset();
-		std::string msg = run_child(c, opt, hang).dump();
+		while (hang)
+			pause();
+		json msg;
+		try {
+			msg = s.run_in_child(c);
+		} catch (const unmet_need &e) {
+			msg = {{"skip", e.what()}};
+		} catch (const std::exception &e) {
+			msg = {{"error", e.what()}};
+		}
+		const std::string text = msg.dump();
 		size_t off = 0;
-		while (off < msg.size()) {
-			ssize_t n = write(wr.get(), msg.data() + off, msg.size() - off);
+		while (off < text.size()) {
+			ssize_t n = write(wr.get(), text.data() + off, text.size() - off);
 			if (n <= 0)
 				_exit(3);
 			off += size_t(n);
@@ -111,7 +106,7 @@ case_result run_in_child(const case_def &c, const run_options &opt, bool hang)
 	}
 	wr.reset();
 
-	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opt.case_timeout_s);
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
 	std::string msg;
 	bool timed_out = false;
 	for (;;) {
@@ -140,25 +135,30 @@ case_result run_in_child(const case_def &c, const run_options &opt, bool hang)
 		;
 
 	if (timed_out)
-		return not_run(c, verdict::error,
-			       "case did not finish within " + std::to_string(opt.case_timeout_s) +
-				       " s (a registration that never returns?); killed");
+		return s.not_run(c, verdict::error,
+				 "case did not finish within " + std::to_string(timeout_s) +
+					 " s (a registration that never returns?); killed");
 	if (WIFSIGNALED(status))
-		return not_run(c, verdict::error,
-			       std::string("case process killed by signal ") + strsignal(WTERMSIG(status)));
+		return s.not_run(c, verdict::error,
+				 std::string("case process killed by signal ") +
+					 strsignal(WTERMSIG(status)));
 	json j;
 	try {
 		j = json::parse(msg);
 	} catch (const json::exception &) {
-		return not_run(c, verdict::error,
-			       "case process exited " + std::to_string(WEXITSTATUS(status)) +
-				       " without a result");
+		return s.not_run(c, verdict::error,
+				 "case process exited " + std::to_string(WEXITSTATUS(status)) +
+					 " without a result");
 	}
 	if (j.contains("skip"))
-		return not_run(c, verdict::skip, j["skip"]);
+		return s.not_run(c, verdict::skip, j["skip"]);
 	if (j.contains("error"))
-		return not_run(c, verdict::error, j["error"]);
-	return judge(c, observation_from_json(j.at("observation")));
+		return s.not_run(c, verdict::error, j["error"]);
+	try {
+		return s.judge(c, j.at("observation"));
+	} catch (const std::exception &e) {
+		return s.not_run(c, verdict::error, std::string("unreadable observation: ") + e.what());
+	}
 }
 
 json vmstat_pins()
@@ -188,14 +188,17 @@ fault_plan parse_fault(const std::string &spec)
 	const std::string id = eq == std::string::npos ? "" : spec.substr(eq + 1);
 	if (kind != "panic-at" && kind != "hang-at")
 		throw usage_error("--fault '" + spec + "': expected panic-at=CASE or hang-at=CASE");
-	const std::string known = select_cases({id}).at(0).id;
-	(kind == "panic-at" ? f.panic_at : f.hang_at) = known;
+	auto entry = select_plan(make_suites({}), {id});
+	if (entry.size() != 1)
+		throw usage_error("--fault '" + spec + "': name one case");
+	(kind == "panic-at" ? f.panic_at : f.hang_at) = entry[0].c.id;
 	return f;
 }
 
 int run_matrix(const run_options &opt)
 {
-	const auto plan = select_cases(opt.cases);
+	auto suites = make_suites({opt.device, opt.find_budget_mib});
+	const auto plan = select_plan(suites, opt.cases);
 	const auto fault = parse_fault(opt.fault);
 	if (opt.case_timeout_s <= 0)
 		throw usage_error("--case-timeout must be a positive number of seconds");
@@ -211,74 +214,55 @@ int run_matrix(const run_options &opt)
 		    {"complete", false},
 		    {"plan", json::array()},
 		    {"cases", json::array()}};
-	for (const auto &c : plan)
-		doc["plan"].push_back(c.id);
+	for (const auto &e : plan)
+		doc["plan"].push_back(e.c.id);
 	const auto memlock = read_memlock_info();
 	doc["memlock"] = {{"limit_bytes", memlock.limit_bytes ? json(*memlock.limit_bytes) : json("unlimited")},
 			  {"cap_ipc_lock", memlock.cap_ipc_lock}};
 	doc["vmstat_before"] = vmstat_pins();
 
-	// Preflight, LTP style: an unmet need turns every case into a SKIP.
-	std::string cannot_run;
-	std::optional<module_loader> loader;
-	try {
-		loader.emplace(opt.module);
-		auto module = pin_module::open();
-		auto info = module.info();
-		doc["module"] = {{"abi_version", info.abi_version},
-				 {"migratetype_method", mt_method_name(info.mt_method)},
-				 {"max_pinned_pages", info.max_pinned_pages},
-				 {"loaded_by_run", loader->loaded()}};
-		auto dev = verbs_device::open(opt.device);
-		doc["rdma_device"] = dev.name();
-	} catch (const unmet_need &e) {
-		cannot_run = e.what();
-	}
+	// Preflight, LTP style: an unmet need turns a suite's cases into SKIPs.
+	module_loader loader(opt.module);
+	doc["module_loaded_by_run"] = loader.loaded();
+	std::map<const suite *, std::optional<std::string>> cannot_run;
+	for (const auto &s : suites)
+		if (std::any_of(plan.begin(), plan.end(), [&](const plan_entry &e) { return e.owner == s.get(); }))
+			cannot_run[s.get()] = s->preflight(doc);
 
 	std::cout << "pinmatrix: " << plan.size() << " cases on " << kernel.release << " ("
 		  << kernel.cmdline << ")\n";
-	std::vector<case_result> results;
-	std::optional<pin_module> module;
-	if (cannot_run.empty())
-		module.emplace(pin_module::open());
-	placement_pressure pressure;
-	std::optional<placement> pressed;
+	run_summary summary;
 	const fs::path results_file = opt.out.empty() ? fs::path() : opt.out / "results.json";
 	for (size_t i = 0; i < plan.size(); i++) {
-		const auto &c = plan[i];
+		auto &[owner, c] = plan[i];
 		if (c.id == fault.panic_at)
 			panic_now(c.id);
-		// Fill memory once per placement (not once per case) so that each
-		// case's fresh allocation lands where it should.
-		if (module && pressed != c.where) {
-			const auto p0 = std::chrono::steady_clock::now();
-			pressure = {};
-			pressure = press_towards(*module, c.where, opt.find_budget_mib << 20);
-			pressed = c.where;
-			doc["placement_pressure"][std::string(name(c.where))] = {
-				{"bytes", pressure.bytes},
-				{"reached", pressure.reached},
-				{"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count()}};
-		}
+		const auto &why_not = cannot_run[owner];
+		if (!why_not)
+			owner->before_case(c, doc);
 		const auto t0 = std::chrono::steady_clock::now();
-		case_result r = cannot_run.empty() ? run_in_child(c, opt, c.id == fault.hang_at)
-						   : not_run(c, verdict::skip, cannot_run);
-		r.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-					std::chrono::steady_clock::now() - t0)
-					.count();
-		std::string v = name(r.outcome);
+		json r = why_not ? owner->not_run(c, verdict::skip, *why_not)
+				 : run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at);
+		r["suite"] = owner->name();
+		r["duration_ns"] = std::chrono::duration_cast<std::chrono::nanoseconds>(
+					   std::chrono::steady_clock::now() - t0)
+					   .count();
+		std::string v = r.value("verdict", "error");
 		for (auto &ch : v)
 			ch = char(toupper(ch));
+		const std::string reason = r.value("reason", "");
 		std::cout << "[" << i + 1 << "/" << plan.size() << "] " << c.id
-			  << (c.id == c.name ? "" : " (" + c.name + ")") << ": " << v << (r.reason.empty() ? "" : " - " + r.reason) << std::endl;
-		results.push_back(r);
-		doc["cases"].push_back(to_json(r));
+			  << (c.id == c.name ? "" : " (" + c.name + ")") << ": " << v
+			  << (reason.empty() ? "" : " - " + reason) << std::endl;
+		doc["cases"].push_back(r);
 		// Written as each case ends: a guest that dies keeps what finished.
 		if (!results_file.empty())
 			write_json_atomically(results_file, doc);
 	}
+	for (const auto &s : suites)
+		s->finish(doc);
 
-	const auto summary = summarize(results);
+	summary = summarize_json(doc["cases"]);
 	doc["vmstat_after"] = vmstat_pins();
 	doc["finished_at"] = now_iso8601();
 	doc["complete"] = true;

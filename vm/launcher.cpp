@@ -21,6 +21,7 @@
 #include "plan.hpp"
 #include "results.hpp"
 #include "runner.hpp"
+#include "suite.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
 
@@ -279,7 +280,8 @@ int run_vm(const vm_options &opt)
 	// anything is written.
 	if (opt.out.empty())
 		throw usage_error("--out is required");
-	const auto plan = select_cases(opt.cases);
+	const auto suites = make_suites({});
+	const auto plan = select_plan(suites, opt.cases);
 	parse_fault(opt.fault);
 	if (!opt.guest_cmd.empty() && (!opt.cases.empty() || !opt.fault.empty()))
 		throw usage_error("--guest-cmd excludes --cases and --fault");
@@ -381,14 +383,16 @@ int run_vm(const vm_options &opt)
 
 	const std::string excerpt = serial_excerpt(out / "serial.log");
 	// Every planned case gets exactly one verdict: the missing ones are errors.
-	for (const auto &c : plan) {
+	for (const auto &[owner, c] : plan) {
 		bool reported = false;
 		for (const auto &r : doc["cases"])
 			reported |= r.value("id", "") == c.id;
-		if (!reported)
-			doc["cases"].push_back(to_json(not_run(
-				c, verdict::error,
-				"no result from the guest: " + (ended.empty() ? "unknown" : ended))));
+		if (reported)
+			continue;
+		json r = owner->not_run(c, verdict::error,
+					"no result from the guest: " + (ended.empty() ? "unknown" : ended));
+		r["suite"] = owner->name();
+		doc["cases"].push_back(r);
 	}
 	const auto summary = summarize_json(doc["cases"]);
 	doc["summary"] = {{"pass", summary.pass}, {"fail", summary.fail},

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "pin_suite.hpp"
+
+#include <chrono>
+
+#include "pin_case.hpp"
+#include "placement.hpp"
+#include "results.hpp"
+#include "sys_error.hpp"
+
+namespace pinmatrix {
+
+using nlohmann::json;
+
+namespace {
+
+class pin_suite final : public suite {
+public:
+	explicit pin_suite(const suite_options &opt) : opt_(opt) {}
+
+	std::string name() const override { return "pin"; }
+
+	std::vector<planned_case> cases() const override
+	{
+		std::vector<planned_case> out;
+		for (const auto &c : pin_cases())
+			out.push_back({c.id, c.name});
+		return out;
+	}
+
+	std::optional<std::string> preflight(json &doc) override
+	{
+		try {
+			module_.emplace(pin_module::open());
+			auto info = module_->info();
+			doc["module"] = {{"abi_version", info.abi_version},
+					 {"migratetype_method", mt_method_name(info.mt_method)},
+					 {"max_pinned_pages", info.max_pinned_pages}};
+			auto dev = verbs_device::open(opt_.device);
+			doc["rdma_device"] = dev.name();
+			return std::nullopt;
+		} catch (const unmet_need &e) {
+			module_.reset();
+			return e.what();
+		}
+	}
+
+	// Fills memory once per placement (not once per case) so that each
+	// case's fresh allocation lands where it should.
+	void before_case(const planned_case &pc, json &doc) override
+	{
+		const auto &c = def(pc);
+		if (!module_ || pressed_ == c.where)
+			return;
+		const auto t0 = std::chrono::steady_clock::now();
+		pressure_ = {};
+		pressure_ = press_towards(*module_, c.where, opt_.find_budget_mib << 20);
+		pressed_ = c.where;
+		doc["placement_pressure"][std::string(pinmatrix::name(c.where))] = {
+			{"bytes", pressure_.bytes},
+			{"reached", pressure_.reached},
+			{"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+	}
+
+	json run_in_child(const planned_case &pc) override
+	{
+		auto module = pin_module::open();
+		auto dev = verbs_device::open(opt_.device);
+		return {{"observation",
+			 to_json(run_pin_case(def(pc), module, dev, opt_.find_budget_mib << 20))}};
+	}
+
+	json judge(const planned_case &pc, const json &observation) override
+	{
+		return to_json(pinmatrix::judge(def(pc), observation_from_json(observation)));
+	}
+
+	json not_run(const planned_case &pc, verdict v, const std::string &reason) override
+	{
+		return to_json(pinmatrix::not_run(def(pc), v, reason));
+	}
+
+	void finish(json &) override
+	{
+		pressure_ = {};
+		module_.reset();
+	}
+
+private:
+	static const case_def &def(const planned_case &pc)
+	{
+		for (const auto &c : pin_cases())
+			if (c.id == pc.id)
+				return c;
+		throw std::logic_error("not a pin case: " + pc.id);
+	}
+
+	suite_options opt_;
+	std::optional<pin_module> module_;
+	placement_pressure pressure_;
+	std::optional<placement> pressed_;
+};
+
+} // namespace
+
+std::unique_ptr<suite> make_pin_suite(const suite_options &opt)
+{
+	return std::make_unique<pin_suite>(opt);
+}
+
+} // namespace pinmatrix

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// A suite is one subject of the plan (the pin causal matrix, UALink, ...).
+// The runner owns the process model; a suite says what its cases are, what
+// they need, how one runs (in a child process) and how its outcome is judged
+// (in the parent). Every planned case ends as exactly one record.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "verdict.hpp"
+
+namespace pinmatrix {
+
+struct planned_case {
+	std::string id;		// unique across suites ("A", "ualink/export-idempotent")
+	std::string name;	// kebab-case
+};
+
+struct suite_options {
+	std::string device;		// RDMA device; empty: the first one
+	size_t find_budget_mib = 2048;	// memory a pin case may fault in to find its page
+};
+
+class suite {
+public:
+	virtual ~suite() = default;
+	virtual std::string name() const = 0;
+	virtual std::vector<planned_case> cases() const = 0;
+
+	// LTP style: nullopt when the suite can run here, else why not (every
+	// case becomes a SKIP with it). May record facts in doc["<suite>"].
+	virtual std::optional<std::string> preflight(nlohmann::json &doc) = 0;
+	// In the runner, before a case's child is forked.
+	virtual void before_case(const planned_case &, nlohmann::json &) {}
+	// In the child: {"observation": ...} | {"skip": why} | {"error": why}.
+	virtual nlohmann::json run_in_child(const planned_case &c) = 0;
+	// In the runner: the case's record from the child's observation.
+	virtual nlohmann::json judge(const planned_case &c, const nlohmann::json &observation) = 0;
+	// The record of a case that did not run to an observation.
+	virtual nlohmann::json not_run(const planned_case &c, verdict v, const std::string &reason) = 0;
+	// After the last case (release what before_case() held).
+	virtual void finish(nlohmann::json &) {}
+};
+
+// All suites, in plan order.
+std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt);
+
+struct plan_entry {
+	suite *owner;
+	planned_case c;
+};
+// Selects by id or name across suites; also a suite name ("ualink") selects
+// all of its cases. Empty or "all": everything. Throws usage_error for an
+// unknown one, listing what is known.
+std::vector<plan_entry> select_plan(const std::vector<std::unique_ptr<suite>> &suites,
+				    const std::vector<std::string> &wanted);
+
+} // namespace pinmatrix
