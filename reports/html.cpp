@@ -1,0 +1,719 @@
+// SPDX-License-Identifier: GPL-2.0
+// report.html: one self-contained page (no script, no external style, font
+// or image) for whoever is woken by a red run. Top to bottom: the verdict
+// and counts, what failed and why, the matrix as a grid coloured by
+// verdict, registration latency plots, every case's evidence (failures
+// first and open), and the run's facts.
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "report_input.hpp"
+#include "reports.hpp"
+#include "svg_plot.hpp"
+
+namespace pinmatrix {
+
+using namespace report;
+
+namespace {
+
+std::string h(std::string_view s)
+{
+	return escape_markup(s);
+}
+
+std::string ha(std::string_view s)
+{
+	return escape_markup(s, true);
+}
+
+std::string shorten(std::string s, size_t max)
+{
+	s = one_line(s);
+	if (s.size() <= max)
+		return s;
+	size_t cut = max;
+	while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
+		cut--;	// not inside a UTF-8 sequence
+	return s.substr(0, cut) + "\u2026";
+}
+
+const char *verdict_class(outcome o)
+{
+	switch (o) {
+	case outcome::pass: return "v-pass";
+	case outcome::fail: return "v-fail";
+	case outcome::skip: return "v-skip";
+	case outcome::error: break;
+	}
+	return "v-error";
+}
+
+std::string badge(outcome o)
+{
+	return std::string("<span class=\"badge ") + verdict_class(o) + "\">" + upper_name(o) + "</span>";
+}
+
+// Colours of the verdicts (dots of a single-kernel plot) and of kernels.
+const char *verdict_color(outcome o)
+{
+	switch (o) {
+	case outcome::pass: return "#1a7f37";
+	case outcome::fail: return "#cf222e";
+	case outcome::skip: return "#6e7781";
+	case outcome::error: break;
+	}
+	return "#bc4c00";
+}
+
+const char *kernel_color(size_t i)
+{
+	static const char *palette[] = {"#0969da", "#bf3989", "#1a7f37", "#9a6700",
+					"#8250df", "#0a7b83", "#cf222e", "#57606a"};
+	return palette[i % (sizeof(palette) / sizeof(palette[0]))];
+}
+
+const char *style = R"css(
+:root { --pass:#1a7f37; --pass-bg:#dafbe1; --fail:#cf222e; --fail-bg:#ffebe9;
+  --error:#bc4c00; --error-bg:#fff1e5; --skip:#59636e; --skip-bg:#eaeef2;
+  --ink:#1f2328; --muted:#59636e; --line:#d1d9e0; --paper:#ffffff; --page:#f6f8fa; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--ink); background: var(--page);
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", "Liberation Sans", sans-serif; }
+code, pre, .mono { font-family: ui-monospace, "DejaVu Sans Mono", "Liberation Mono", Menlo, monospace; font-size: 12.5px; }
+a { color: #0969da; text-decoration: none; } a:hover { text-decoration: underline; }
+header.banner { color: #fff; padding: 18px 28px 16px; }
+header.banner.v-pass { background: var(--pass); } header.banner.v-fail { background: var(--fail); }
+header.banner.v-error { background: var(--error); } header.banner.v-skip { background: #57606a; }
+.banner .top { display: flex; align-items: baseline; gap: 22px; flex-wrap: wrap; }
+.banner .verdict { font-size: 34px; font-weight: 800; letter-spacing: .04em; }
+.banner .what { font-size: 17px; font-weight: 600; }
+.banner .meta { margin-top: 6px; opacity: .95; }
+.banner .meta code { background: rgba(255,255,255,.18); padding: 1px 5px; border-radius: 4px; color: #fff; }
+.counts { display: flex; gap: 8px; flex-wrap: wrap; margin-top: 10px; }
+.count { background: #fff; border-radius: 999px; padding: 3px 12px; font-weight: 700; }
+.count.v-pass { color: var(--pass); } .count.v-fail { color: var(--fail); }
+.count.v-error { color: var(--error); } .count.v-skip { color: var(--skip); }
+.count.zero { opacity: .55; font-weight: 500; }
+main { max-width: 1360px; margin: 0 auto; padding: 4px 24px 40px; }
+section { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 14px 20px 16px; margin: 16px 0; }
+h2 { font-size: 18px; margin: 0 0 10px; } h3 { font-size: 15px; margin: 14px 0 6px; }
+h4 { font-size: 13px; margin: 12px 0 4px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
+.muted { color: var(--muted); }
+.badge { display: inline-block; min-width: 52px; text-align: center; border-radius: 4px; padding: 0 6px;
+  font-weight: 700; font-size: 12px; line-height: 20px; color: #fff; }
+.badge.v-pass { background: var(--pass); } .badge.v-fail { background: var(--fail); }
+.badge.v-error { background: var(--error); } .badge.v-skip { background: var(--skip); }
+ol.attention { margin: 0; padding: 0; list-style: none; }
+ol.attention li { border-left: 5px solid var(--fail); background: var(--fail-bg); padding: 8px 12px; margin: 6px 0; border-radius: 0 6px 6px 0; }
+ol.attention li.v-error { border-color: var(--error); background: var(--error-bg); }
+ol.attention .why { display: block; margin-top: 2px; }
+ol.attention .eo { display: block; color: var(--muted); }
+.allgood { color: var(--pass); font-weight: 600; margin: 0; }
+.skips { margin: 10px 0 0; color: var(--muted); }
+.alarm { border: 2px solid var(--error); background: var(--error-bg); border-radius: 6px; padding: 8px 12px; margin: 8px 0; }
+table.grid { border-collapse: separate; border-spacing: 4px; }
+table.grid th { font-weight: 600; padding: 4px 8px; text-align: center; }
+table.grid th.kernel { background: #ddf4ff; border-radius: 4px; }
+table.grid th[scope=row] { text-align: right; white-space: nowrap; }
+table.grid td { padding: 0; vertical-align: top; }
+table.grid td.empty { color: var(--muted); text-align: center; }
+.cell { display: block; width: 230px; min-height: 62px; border-radius: 6px; padding: 6px 9px;
+  border: 1px solid transparent; color: var(--ink); margin-bottom: 3px; }
+.cell:hover { text-decoration: none; filter: brightness(.97); }
+.cell.v-pass { background: var(--pass-bg); border-color: #aceebb; }
+.cell.v-fail { background: var(--fail-bg); border: 2px solid var(--fail); }
+.cell.v-error { background: var(--error-bg); border: 2px solid var(--error); }
+.cell.v-skip { background: var(--skip-bg); border-color: #d0d7de; }
+.cell .cid { font-weight: 700; } .cell .cv { float: right; font-weight: 700; font-size: 12px; }
+.cell.v-pass .cv { color: var(--pass); } .cell.v-fail .cv { color: var(--fail); }
+.cell.v-error .cv { color: var(--error); } .cell.v-skip .cv { color: var(--skip); }
+.cell .co { display: block; font-size: 12px; color: var(--muted); overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; }
+.cells-caption { color: var(--muted); padding: 8px 4px 4px; }
+.cells { display: flex; flex-wrap: wrap; gap: 4px; padding: 0 4px; }
+table.grid.compact .cell { width: 122px; min-height: 44px; padding: 5px 7px; font-size: 13px; }
+table.grid.compact .cell .cv { float: none; display: block; }
+table.grid.compact .cell.v-pass .co { display: none; }
+.legend { display: flex; gap: 14px; flex-wrap: wrap; color: var(--muted); margin-top: 6px; }
+.legend .sw { display: inline-block; width: 14px; height: 14px; border-radius: 3px; vertical-align: -2px; margin-right: 5px; border: 1px solid #d0d7de; }
+.sw.v-pass { background: var(--pass-bg); border-color: var(--pass); } .sw.v-fail { background: var(--fail-bg); border: 2px solid var(--fail); }
+.sw.v-error { background: var(--error-bg); border: 2px solid var(--error); } .sw.v-skip { background: var(--skip-bg); }
+svg.plot { max-width: 100%; height: auto; display: block; }
+svg.plot text { font-size: 12.5px; fill: var(--ink); }
+svg.plot .heading { font-weight: 700; font-size: 13px; }
+svg.plot .aggregate { font-weight: 700; }
+svg.plot .note, svg.plot .axis { fill: var(--muted); }
+svg.plot .stripe { fill: #f6f8fa; }
+svg.plot .tick { stroke: #d8dee4; stroke-width: 1; }
+svg.plot .range { stroke-width: 2; opacity: .6; }
+svg.plot .iqr { opacity: .25; }
+svg.plot circle { fill-opacity: .8; stroke: #fff; stroke-width: 1; }
+svg.plot .median { stroke: var(--ink); stroke-width: 2.5; }
+table.plain { border-collapse: collapse; }
+table.plain th, table.plain td { border-bottom: 1px solid var(--line); padding: 3px 10px 3px 0; text-align: left; vertical-align: top; }
+table.plain th { color: var(--muted); font-weight: 600; white-space: nowrap; }
+table.plain td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.changed { background: #fff8c5; font-weight: 700; }
+details.case { border: 1px solid var(--line); border-left: 6px solid var(--line); border-radius: 6px; margin: 8px 0; background: #fff; }
+details.case.v-pass { border-left-color: var(--pass); } details.case.v-fail { border-left-color: var(--fail); }
+details.case.v-error { border-left-color: var(--error); } details.case.v-skip { border-left-color: var(--skip); }
+details.case > summary { cursor: pointer; padding: 7px 12px; list-style-position: outside; }
+details.case > summary .where { color: var(--muted); margin-left: 8px; }
+details.case > summary .why { display: block; margin: 2px 0 0 64px; color: var(--ink); }
+details.case .body { padding: 0 14px 12px 14px; }
+pre { background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px; padding: 8px 10px;
+  white-space: pre-wrap; overflow-wrap: anywhere; max-height: 420px; overflow: auto; margin: 4px 0; }
+pre.serial { background: #1f2328; color: #e6edf3; border-color: #1f2328; }
+dl.run { display: grid; grid-template-columns: max-content 1fr; gap: 3px 16px; margin: 0; }
+dl.run dt { color: var(--muted); font-weight: 600; } dl.run dd { margin: 0; overflow-wrap: anywhere; }
+footer { color: var(--muted); text-align: center; font-size: 12px; padding: 8px; }
+)css";
+
+// The grid of one suite: for the pin matrix, first pin (rows) x kernel x
+// placement (columns); for a suite without placements, case x kernel.
+// Every case is exactly one cell.
+struct suite_grid {
+	std::string suite;
+	bool by_placement = false;
+	std::vector<std::string> rows;
+	std::vector<std::string> placements;	// columns within a kernel
+	std::map<std::tuple<std::string, size_t, std::string>, std::vector<const case_view *>> cells;
+};
+
+std::vector<suite_grid> grids_of(const run_view &run)
+{
+	std::vector<suite_grid> grids;
+	for (const auto &c : run.cases)
+		if (std::none_of(grids.begin(), grids.end(), [&](const suite_grid &g) { return g.suite == c.suite; }))
+			grids.push_back({c.suite});
+	for (auto &g : grids) {
+		std::vector<const case_view *> members;
+		for (const auto &c : run.cases)
+			if (c.suite == g.suite)
+				members.push_back(&c);
+		// By placement only when that names every case once per kernel.
+		std::set<std::tuple<std::string, size_t, std::string>> seen;
+		g.by_placement = true;
+		for (const auto *c : members)
+			g.by_placement &= !c->placement.empty() && !c->first_pin.empty() &&
+					  seen.insert({c->first_pin, c->kernel_index, c->placement}).second;
+		for (const auto *c : members) {
+			const std::string row = g.by_placement ? c->first_pin : c->title();
+			const std::string column = g.by_placement ? c->placement : "";
+			if (std::find(g.rows.begin(), g.rows.end(), row) == g.rows.end())
+				g.rows.push_back(row);
+			if (std::find(g.placements.begin(), g.placements.end(), column) == g.placements.end())
+				g.placements.push_back(column);
+			g.cells[{row, c->kernel_index, column}].push_back(c);
+		}
+	}
+	return grids;
+}
+
+std::string cell_html(const case_view &c)
+{
+	const std::string detail = c.result == outcome::pass ? c.observed : c.reason.empty() ? c.observed : c.reason;
+	std::ostringstream out;
+	out << "<a class=\"cell " << verdict_class(c.result) << "\" href=\"#" << ha(c.anchor) << "\" data-case=\""
+	    << ha(c.id) << "\" title=\"" << ha(c.title() + ": " + upper_name(c.result) + " \u2014 " + detail)
+	    << "\"><span class=\"cid\">" << h(c.id) << "</span><span class=\"cv\">" << upper_name(c.result)
+	    << "</span><span class=\"co\">" << h(shorten(detail, 90)) << "</span></a>";
+	return out.str();
+}
+
+void render_grid(std::ostringstream &out, const run_view &run, const suite_grid &g)
+{
+	if (!g.by_placement && !run.several_kernels()) {
+		// Nothing to cross: the suite's cases side by side.
+		out << "<div class=\"cells-caption\">suite <b>" << h(g.suite) << "</b></div>\n<div class=\"cells\">";
+		for (const auto &row : g.rows)
+			for (const auto *c : g.cells.at({row, 0, ""}))
+				out << cell_html(*c);
+		out << "</div>\n";
+		return;
+	}
+	const size_t kernels = run.kernels.size();
+	out << "<div class=\"cells-caption\">";
+	if (g.by_placement) {
+		std::set<std::string> second;
+		for (const auto &c : run.cases)
+			if (c.suite == g.suite && !c.second_pin.empty())
+				second.insert(c.second_pin);
+		out << "suite <b>" << h(g.suite) << "</b>: first pin (rows) \u00d7 "
+		    << (run.several_kernels() ? "kernel \u00d7 " : "") << "placement (columns)";
+		if (second.size() == 1)
+			out << "; second pin <code>" << h(*second.begin()) << "</code>";
+	} else {
+		out << "suite <b>" << h(g.suite) << "</b>: case (rows) \u00d7 kernel";
+	}
+	// Several kernels: narrower cells (the details are a click away).
+	out << "</div>\n<div class=\"scroll\"><table class=\"grid" << (run.several_kernels() ? " compact" : "")
+	    << "\">\n<thead>\n";
+	if (run.several_kernels() && g.by_placement) {
+		out << "<tr><th></th>";
+		for (const auto &k : run.kernels)
+			out << "<th class=\"kernel\" colspan=\"" << g.placements.size() << "\">" << h(k.label()) << "</th>";
+		out << "</tr>\n";
+	}
+	out << "<tr><th></th>";
+	for (size_t k = 0; k < kernels; k++)
+		for (const auto &p : g.placements)
+			out << "<th" << (g.by_placement ? "" : " class=\"kernel\"") << ">"
+			    << h(g.by_placement ? p : run.several_kernels() ? run.kernels[k].label() : std::string("verdict"))
+			    << "</th>";
+	out << "</tr>\n</thead>\n<tbody>\n";
+	for (const auto &row : g.rows) {
+		out << "<tr><th scope=\"row\">" << h(row) << "</th>";
+		for (size_t k = 0; k < kernels; k++)
+			for (const auto &p : g.placements) {
+				auto it = g.cells.find({row, k, p});
+				if (it == g.cells.end()) {
+					out << "<td class=\"empty\">\u2014</td>";
+					continue;
+				}
+				out << "<td>";
+				for (const auto *c : it->second)
+					out << cell_html(*c);
+				out << "</td>";
+			}
+		out << "</tr>\n";
+	}
+	out << "</tbody>\n</table></div>\n";
+}
+
+// The plot shows the range; the note says the median, the IQR and n.
+std::string plot_note(const std::vector<double> &samples)
+{
+	auto s = stats_of(samples);
+	if (!s)
+		return "no sample";
+	std::string out = "median " + format_ns(s->median);
+	if (s->n >= 4)
+		out += " \u00b7 IQR " + format_ns(s->p25) + "\u2013" + format_ns(s->p75);
+	return out + " \u00b7 n=" + std::to_string(s->n);
+}
+
+// Rows of the latency plot: per placement (or suite, for cases without
+// one), each case with one lane per kernel, then all its cases together.
+std::vector<plot_row> latency_rows(const run_view &run, std::vector<std::string> &without_samples)
+{
+	std::vector<std::string> groups;
+	auto group_of = [](const case_view &c) {
+		return c.placement.empty() ? "suite " + c.suite : "placement " + c.placement;
+	};
+	for (const auto &c : run.cases)
+		if (std::find(groups.begin(), groups.end(), group_of(c)) == groups.end())
+			groups.push_back(group_of(c));
+
+	std::vector<plot_row> rows;
+	for (const auto &group : groups) {
+		std::vector<std::string> ids;
+		for (const auto &c : run.cases)
+			if (group_of(c) == group && std::find(ids.begin(), ids.end(), c.id) == ids.end())
+				ids.push_back(c.id);
+		std::vector<plot_row> group_rows;
+		plot_row all;
+		all.label = "all " + group.substr(group.find(' ') + 1) + " cases";
+		all.aggregate = true;
+		for (size_t k = 0; k < run.kernels.size(); k++)
+			all.lanes.push_back({run.kernels[k].label(), run.several_kernels() ? kernel_color(k) : "#57606a", {}});
+		std::vector<double> all_samples;
+		for (const auto &id : ids) {
+			plot_row row;
+			std::vector<double> samples;
+			for (size_t k = 0; k < run.kernels.size(); k++) {
+				plot_lane lane{run.kernels[k].label(), kernel_color(k), {}};
+				for (const auto &c : run.cases) {
+					if (c.id != id || c.kernel_index != k || group_of(c) != group)
+						continue;
+					// The plot's label column fits about 32 characters.
+					row.label = c.title().size() <= 32 ? c.title() : shorten(c.id, 32);
+					row.link = "#" + c.anchor;
+					if (!run.several_kernels())
+						lane.color = verdict_color(c.result);
+					lane.samples.insert(lane.samples.end(), c.latency_ns.begin(), c.latency_ns.end());
+				}
+				samples.insert(samples.end(), lane.samples.begin(), lane.samples.end());
+				all.lanes[k].samples.insert(all.lanes[k].samples.end(), lane.samples.begin(), lane.samples.end());
+				row.lanes.push_back(std::move(lane));
+			}
+			if (samples.empty()) {
+				without_samples.push_back(id);
+				continue;
+			}
+			all_samples.insert(all_samples.end(), samples.begin(), samples.end());
+			row.note = plot_note(samples);
+			group_rows.push_back(std::move(row));
+		}
+		if (group_rows.empty())
+			continue;
+		rows.push_back({group, "", "", true});
+		rows.insert(rows.end(), group_rows.begin(), group_rows.end());
+		if (group_rows.size() > 1) {
+			all.note = plot_note(all_samples);
+			rows.push_back(std::move(all));
+		}
+	}
+	return rows;
+}
+
+void render_latency(std::ostringstream &out, const run_view &run)
+{
+	out << "<section id=\"latency\">\n<h2>Registration latency</h2>\n";
+	std::vector<std::string> without;
+	const auto rows = latency_rows(run, without);
+	const std::string svg = svg_dot_plot(rows, "Registration latency per case and placement, log scale");
+	if (svg.empty()) {
+		out << "<p class=\"muted\">No case recorded a registration latency.</p>\n</section>\n";
+		return;
+	}
+	out << "<p class=\"muted\">Each dot is one registration (CLOCK_MONOTONIC_RAW around the second pin); "
+	       "the black bar is the median"
+	    << (run.several_kernels() ? "; one lane per kernel" : "; dots are coloured by the case's verdict")
+	    << ". Logarithmic axis: a migration costs milliseconds, a registration in place microseconds.</p>\n";
+	if (run.several_kernels()) {
+		out << "<div class=\"legend\">";
+		for (size_t k = 0; k < run.kernels.size(); k++)
+			out << "<span><span class=\"sw\" style=\"background:" << kernel_color(k) << "\"></span>"
+			    << h(run.kernels[k].label()) << "</span>";
+		out << "</div>\n";
+	}
+	out << svg;
+	if (!without.empty()) {
+		out << "<p class=\"muted\">No latency (the case did not reach its registration): ";
+		for (size_t i = 0; i < without.size(); i++)
+			out << (i ? ", " : "") << h(without[i]);
+		out << ".</p>\n";
+	}
+
+	if (run.several_kernels()) {
+		// The same medians as numbers, against the first kernel.
+		out << "<h3>Median per kernel</h3>\n<table class=\"plain\"><thead><tr><th>case</th>";
+		for (const auto &k : run.kernels)
+			out << "<th>" << h(k.label()) << "</th>";
+		out << "</tr></thead><tbody>\n";
+		std::vector<std::string> ids;
+		for (const auto &c : run.cases)
+			if (std::find(ids.begin(), ids.end(), c.id) == ids.end())
+				ids.push_back(c.id);
+		for (const auto &id : ids) {
+			out << "<tr><th>" << h(id) << "</th>";
+			std::optional<double> first;
+			for (size_t k = 0; k < run.kernels.size(); k++) {
+				std::vector<double> samples;
+				for (const auto &c : run.cases)
+					if (c.id == id && c.kernel_index == k)
+						samples.insert(samples.end(), c.latency_ns.begin(), c.latency_ns.end());
+				auto s = stats_of(samples);
+				if (!s) {
+					out << "<td class=\"num muted\">\u2014</td>";
+					continue;
+				}
+				std::string change;
+				if (!first)
+					first = s->median;
+				else if (*first > 0) {
+					char buf[32];
+					std::snprintf(buf, sizeof(buf), " (%+.0f%%)", (s->median / *first - 1) * 100);
+					change = buf;
+				}
+				out << "<td class=\"num\">" << h(format_ns(s->median)) << h(change)
+				    << " <span class=\"muted\">n=" << s->n << "</span></td>";
+			}
+			out << "</tr>\n";
+		}
+		out << "</tbody></table>\n";
+	}
+	out << "</section>\n";
+}
+
+void render_pages(std::ostringstream &out, const case_view &c)
+{
+	const auto steps = page_steps(c);
+	if (steps.empty())
+		return;
+	out << "<h4>The page at each step</h4>\n<table class=\"plain mono\"><thead><tr><th>step</th><th>PFN</th>"
+	       "<th>zone</th><th>pageblock</th><th>placement</th><th>refcount</th><th>DMA-pinned</th>"
+	       "<th>long-term pinnable</th></tr></thead><tbody>\n";
+	const json *previous = nullptr;
+	for (const auto &step : steps) {
+		const json &p = *step.page;
+		auto field = [&](const char *key) {
+			const json *v = member(p, key);
+			if (!v)
+				return std::string("\u2014");
+			if (v->is_boolean())
+				return std::string(v->get<bool>() ? "yes" : "no");
+			if (std::string_view(key) == "pfn" && v->is_number_integer())
+				return hex(v->get<uint64_t>());
+			return as_text(*v);
+		};
+		auto changed = [&](const char *key) {
+			return previous && member(p, key) && member(*previous, key) && p[key] != (*previous)[key];
+		};
+		out << "<tr><th>" << h(step.step) << "</th>";
+		for (const char *key : {"pfn", "zone", "migratetype", "placement", "refcount", "maybe_dma_pinned",
+					"longterm_pinnable"})
+			out << "<td" << (changed(key) && std::string_view(key) != "refcount" ? " class=\"changed\"" : "")
+			    << ">" << h(field(key)) << "</td>";
+		out << "</tr>\n";
+		previous = &p;
+	}
+	out << "</tbody></table>\n";
+}
+
+void render_case(std::ostringstream &out, const run_view &run, const case_view &c)
+{
+	const bool open = c.result == outcome::fail || c.result == outcome::error;
+	out << "<details class=\"case " << verdict_class(c.result) << "\" id=\"" << ha(c.anchor) << "\""
+	    << (open ? " open" : "") << ">\n<summary>" << badge(c.result) << " <b>" << h(c.title()) << "</b>";
+	std::string where;
+	if (!c.placement.empty())
+		where += c.placement;
+	if (!c.first_pin.empty())
+		where += (where.empty() ? "" : " \u00b7 ") + c.first_pin;
+	if (!c.second_pin.empty())
+		where += " \u2192 " + c.second_pin;
+	if (run.several_kernels())
+		where += (where.empty() ? "" : " \u00b7 ") + c.kernel.label();
+	if (!where.empty())
+		out << "<span class=\"where\">" << h(where) << "</span>";
+	if (c.result != outcome::pass) {
+		if (!c.reason.empty())
+			out << "<span class=\"why\">" << h(shorten(c.reason, 240)) << "</span>";
+	} else if (c.observed != "-") {
+		out << "<span class=\"where\">" << h(c.observed) << "</span>";
+	}
+	out << "</summary>\n<div class=\"body\">\n<table class=\"plain\"><tbody>\n";
+	for (const auto &f : evidence_facts(c)) {
+		if (f.label.rfind("page ", 0) == 0 || f.label == "reason")
+			continue;	// the page table and the reason below say it in full
+		out << "<tr><th>" << h(f.label) << "</th><td>" << h(f.value) << "</td></tr>\n";
+	}
+	out << "</tbody></table>\n";
+	render_pages(out, c);
+	// The summary line shows a short reason whole; a long one in full here.
+	if (c.reason.size() > 240 || c.reason.find('\n') != std::string::npos)
+		out << "<h4>Reason</h4>\n<pre>" << h(c.reason) << "</pre>\n";
+	if (auto serial = serial_excerpt_for(run, c); !serial.text.empty()) {
+		if (serial.guest.empty())
+			out << "<h4>Serial log (excerpt)</h4>\n<pre class=\"serial\">" << h(serial.text) << "</pre>\n";
+		else
+			out << "<h4>Serial log</h4>\n<p>The " << h(serial.guest == "guest" ? "guest" : "guest of " + serial.guest)
+			    << " ended early: its serial log excerpt is under <a href=\"#attention\">Failures and "
+			       "errors</a>.</p>\n";
+	}
+	for (const auto &x : extra_fields(c)) {
+		std::string value = x.value->is_string() ? x.value->get<std::string>() : x.value->dump(2);
+		if (value.size() > 60000)
+			value = value.substr(0, 60000) + "\n\u2026 (cut; the rest is in results.json)";
+		out << "<h4>" << h(x.label) << "</h4>\n<pre>" << h(value) << "</pre>\n";
+	}
+	out << "</div>\n</details>\n";
+}
+
+void render_run(std::ostringstream &out, const json &doc)
+{
+	out << "<section id=\"run\">\n<h2>Run</h2>\n<dl class=\"run\">\n";
+	auto row = [&](const std::string &label, const std::string &value) {
+		if (!value.empty() && value != "-")
+			out << "<dt>" << h(label) << "</dt><dd>" << h(value) << "</dd>\n";
+	};
+	if (const json *k = member(doc, "kernel")) {
+		row("kernel", text_at(*k, "release"));
+		row("kernel version", text_at(*k, "version"));
+		row("kernel source", text_at(*k, "source"));
+		row("machine", text_at(*k, "machine"));
+		row("command line", text_at(*k, "cmdline"));
+	}
+	row("RDMA device", text_at(doc, "rdma_device"));
+	if (const json *m = member(doc, "memlock"))
+		row("memlock", "limit " + text_at(*m, "limit_bytes", "?") + " bytes, CAP_IPC_LOCK " +
+				       text_at(*m, "cap_ipc_lock", "?"));
+	for (const char *key : {"module", "vmstat_before", "vmstat_after", "placement_pressure"})
+		if (const json *v = member(doc, key))
+			row(key, v->is_object() || v->is_array() ? v->dump() : as_text(*v));
+	if (const json *vm = member(doc, "vm")) {
+		std::string guest = text_at(*vm, "accel", "?") + ", " + text_at(*vm, "memory_mib", "?") + " MiB";
+		if (auto wall = number_at(*vm, "wall_s")) {
+			char buf[32];
+			std::snprintf(buf, sizeof(buf), ", %.1f s boot to verdict", *wall);
+			guest += buf;
+		}
+		guest += ", QEMU exit " + text_at(*vm, "qemu_exit", "?") + ", job exit " + text_at(*vm, "job_exit", "none");
+		row("guest", guest);
+		row("guest ended", text_at(*vm, "ended"));
+	}
+	row("started", text_at(doc, "started_at"));
+	row("finished", text_at(doc, "finished_at"));
+	if (const json *t = member(doc, "tool"))
+		row("tool", text_at(*t, "name", "pinmatrix") + " " + text_at(*t, "version"));
+	row("schema", text_at(doc, "schema"));
+	out << "</dl>\n";
+	json rest = json::object();
+	for (const auto &[key, value] : doc.items())
+		if (key != "cases")
+			rest[key] = value;
+	out << "<details><summary class=\"muted\">All run fields of results.json</summary>\n<pre>" << h(rest.dump(2))
+	    << "</pre></details>\n</section>\n";
+}
+
+} // namespace
+
+std::string format_html(const json &doc)
+{
+	const run_view run = view_run(doc);
+	std::ostringstream out;
+
+	std::string kernels;
+	for (const auto &k : run.kernels)
+		kernels += (kernels.empty() ? "" : ", ") + k.release;
+	if (kernels.empty())
+		kernels = "no kernel recorded";
+
+	out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	    << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	    << "<title>pinmatrix " << upper_name(run.overall) << ": " << h(kernels) << "</title>\n"
+	    << "<style>" << style << "</style>\n</head>\n<body>\n";
+
+	// The verdict first.
+	out << "<header class=\"banner " << verdict_class(run.overall) << "\">\n<div class=\"top\">"
+	    << "<span class=\"verdict\">" << upper_name(run.overall) << "</span><span class=\"what\">pinmatrix: "
+	    << run.total() << (run.total() == 1 ? " case" : " cases");
+	if (run.several_kernels())
+		out << " on " << run.kernels.size() << " kernels";
+	out << "</span></div>\n<div class=\"counts\">";
+	for (auto [o, n] : {std::pair{outcome::fail, run.fail}, std::pair{outcome::error, run.error},
+			    std::pair{outcome::pass, run.pass}, std::pair{outcome::skip, run.skip}})
+		out << "<span class=\"count " << verdict_class(o) << (n ? "" : " zero") << "\">" << n << " " << name(o)
+		    << "</span>";
+	out << "</div>\n<div class=\"meta\">";
+	if (run.several_kernels()) {
+		out << "kernels ";
+		for (size_t i = 0; i < run.kernels.size(); i++)
+			out << (i ? ", " : "") << "<code>" << h(run.kernels[i].label()) << "</code>";
+	} else if (!run.kernels.empty()) {
+		const kernel_config &k = run.kernels[0];
+		out << "kernel <code>" << h(k.name.empty() || k.name == k.release ? k.release : k.name + " " + k.release)
+		    << "</code>";
+		if (!k.boot.empty())
+			out << " \u00b7 boot placement <code>" << h(k.boot) << "</code>";
+		if (!k.append.empty())
+			out << " \u00b7 <code>" << h(k.append) << "</code>";
+	}
+	if (auto dev = text_at(doc, "rdma_device"); !dev.empty())
+		out << " \u00b7 RDMA <code>" << h(dev) << "</code>";
+	if (auto t = text_at(doc, "started_at"); !t.empty())
+		out << " \u00b7 " << h(t);
+	out << "</div>\n</header>\n<main>\n";
+
+	// What needs attention, with the reason, before anything else.
+	out << "<section id=\"attention\">\n<h2>Failures and errors</h2>\n";
+	if (incomplete(doc))
+		out << "<div class=\"alarm\"><b>The run did not complete</b>: results.json was written before its "
+		       "last case; cases without a record are missing.</div>\n";
+	for (const auto &g : guest_endings(doc)) {
+		out << "<div class=\"alarm\"><b>" << h(g.guest == "guest" ? "Guest" : "Guest " + g.guest) << ":</b> "
+		    << h(g.ended);
+		if (!g.serial_excerpt.empty())
+			out << "<pre class=\"serial\">" << h(g.serial_excerpt) << "</pre>";
+		out << "</div>\n";
+	}
+	const auto ordered = run.worst_first();
+	if (run.fail + run.error == 0) {
+		out << "<p class=\"allgood\">No case failed or ended in error.</p>\n";
+	} else {
+		// Cases that went wrong the same way (a dead guest takes every case
+		// after it) are one item.
+		std::vector<std::vector<const case_view *>> items;
+		for (const auto *c : ordered) {
+			if (c->result != outcome::fail && c->result != outcome::error)
+				continue;
+			auto same = [&](const std::vector<const case_view *> &item) {
+				const case_view *first = item.front();
+				return first->result == c->result && first->reason == c->reason &&
+				       first->expected == c->expected && first->observed == c->observed;
+			};
+			auto it = std::find_if(items.begin(), items.end(), same);
+			if (it == items.end())
+				items.push_back({c});
+			else
+				it->push_back(c);
+		}
+		out << "<ol class=\"attention\">\n";
+		for (const auto &item : items) {
+			const case_view &first = *item.front();
+			out << "<li class=\"" << verdict_class(first.result) << "\">" << badge(first.result) << " ";
+			for (size_t i = 0; i < item.size(); i++) {
+				out << (i ? ", " : "") << "<a href=\"#" << ha(item[i]->anchor) << "\"><b>" << h(item[i]->title())
+				    << "</b></a>";
+				if (run.several_kernels())
+					out << " <span class=\"muted\">on " << h(item[i]->kernel.label()) << "</span>";
+			}
+			out << "<span class=\"why\">"
+			    << h(shorten(first.reason.empty() ? "(no reason recorded)" : first.reason, 400)) << "</span>";
+			out << "<span class=\"eo\">expected " << h(first.expected) << " \u00b7 "
+			    << h(first.observed == "-" ? std::string("nothing observed") : "observed " + first.observed)
+			    << "</span>";
+			out << "</li>\n";
+		}
+		out << "</ol>\n";
+	}
+	if (run.skip) {
+		// Skips share few reasons: one line per reason.
+		std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
+		for (const auto *c : ordered) {
+			if (c->result != outcome::skip)
+				continue;
+			auto it = std::find_if(reasons.begin(), reasons.end(), [&](auto &r) { return r.first == c->reason; });
+			if (it == reasons.end()) {
+				reasons.push_back({c->reason, {}});
+				it = reasons.end() - 1;
+			}
+			it->second.push_back(c->id);
+		}
+		out << "<div class=\"skips\"><b>Skipped</b>";
+		for (const auto &[reason, ids] : reasons) {
+			// A long list of ids hides the reason: the grid shows them all.
+			constexpr size_t shown = 8;
+			out << "<br>" << ids.size() << (ids.size() == 1 ? " case (" : " cases (");
+			for (size_t i = 0; i < ids.size() && i < shown; i++)
+				out << (i ? ", " : "") << h(ids[i]);
+			if (ids.size() > shown)
+				out << " and " << ids.size() - shown << " more";
+			out << "): " << h(reason.empty() ? "(no reason recorded)" : reason);
+		}
+		out << "</div>\n";
+	}
+	out << "</section>\n";
+
+	out << "<section id=\"matrix\">\n<h2>Matrix</h2>\n";
+	if (run.cases.empty())
+		out << "<p class=\"muted\">The document has no case records.</p>\n";
+	for (const auto &g : grids_of(run))
+		render_grid(out, run, g);
+	out << "<div class=\"legend\">";
+	for (auto o : {outcome::pass, outcome::fail, outcome::error, outcome::skip})
+		out << "<span><span class=\"sw " << verdict_class(o) << "\"></span>" << name(o) << "</span>";
+	out << "<span>click a cell for its evidence</span></div>\n</section>\n";
+
+	render_latency(out, run);
+
+	out << "<section id=\"cases\">\n<h2>Evidence per case <span class=\"muted\">(failures first)</span></h2>\n";
+	for (const auto *c : ordered)
+		render_case(out, run, *c);
+	out << "</section>\n";
+
+	render_run(out, doc);
+	out << "</main>\n<footer>Made from results.json (schema " << h(text_at(doc, "schema")) << ") by "
+	    << "<code>pinmatrix report</code>. Self-contained: no script, nothing fetched.</footer>\n</body>\n</html>\n";
+	return out.str();
+}
+
+} // namespace pinmatrix

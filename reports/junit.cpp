@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0
+// JUnit XML in the shape of Apache Ant's report, which Jenkins and GitLab
+// read: <testsuites> of <testsuite> (one per suite and kernel) with
+// <properties> (kernel, boot command line), then one <testcase> per case
+// with at most one <failure>, <error> or <skipped>, and its evidence in
+// <system-out>. tests/data/junit.xsd is the schema it is checked against.
+
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "report_input.hpp"
+#include "reports.hpp"
+
+namespace pinmatrix {
+
+using namespace report;
+
+namespace {
+
+std::string attr(std::string_view s)
+{
+	return escape_markup(s, true);
+}
+
+std::string seconds(double ns)
+{
+	char buf[32];
+	std::snprintf(buf, sizeof(buf), "%.6f", ns > 0 ? ns / 1e9 : 0.0);
+	return buf;
+}
+
+// Ant's timestamp: ISO 8601 without a zone (the run records UTC).
+std::string ant_timestamp(const json &doc)
+{
+	std::string t = text_at(doc, "started_at");
+	if (!t.empty() && t.back() == 'Z')
+		t.pop_back();
+	if (t.size() != 19 || t[10] != 'T')
+		return "";
+	return t;
+}
+
+// Package-like parts of a Java class name: dots separate, so a kernel
+// release's dots must not.
+std::string class_part(std::string_view s)
+{
+	std::string out;
+	for (char ch : s)
+		out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' ? ch : '_';
+	return out.empty() ? "_" : out;
+}
+
+std::string evidence_text(const case_view &c)
+{
+	std::string out;
+	for (const auto &f : evidence_facts(c))
+		out += f.label + ": " + f.value + "\n";
+	for (const auto &x : extra_fields(c)) {
+		std::string value = x.value->is_string() ? x.value->get<std::string>() : x.value->dump(2);
+		out += x.label + ": " + value + "\n";
+	}
+	return out;
+}
+
+void property(std::ostringstream &out, const std::string &name, const std::string &value)
+{
+	if (!value.empty())
+		out << "      <property name=\"" << attr(name) << "\" value=\"" << attr(value) << "\"/>\n";
+}
+
+} // namespace
+
+std::string format_junit(const json &doc)
+{
+	const run_view run = view_run(doc);
+
+	// Suites in order of first appearance, each once per kernel.
+	std::vector<std::pair<std::string, size_t>> groups;
+	std::map<std::pair<std::string, size_t>, std::vector<const case_view *>> members;
+	for (const auto &c : run.cases) {
+		auto key = std::pair{c.suite, c.kernel_index};
+		if (!members.count(key))
+			groups.push_back(key);
+		members[key].push_back(&c);
+	}
+
+	double total_ns = 0;
+	for (const auto &c : run.cases)
+		total_ns += c.duration_ns.value_or(0);
+
+	const json *kernel = member(doc, "kernel");
+	const json *vm = member(doc, "vm");
+	const json *tool = member(doc, "tool");
+	const std::string timestamp = ant_timestamp(doc);
+
+	std::ostringstream out;
+	out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+	out << "<testsuites name=\"pinmatrix\" tests=\"" << run.total() << "\" failures=\"" << run.fail
+	    << "\" errors=\"" << run.error << "\" skipped=\"" << run.skip << "\" time=\"" << seconds(total_ns)
+	    << "\">\n";
+	for (const auto &key : groups) {
+		const auto &cases = members[key];
+		const kernel_config &k = run.kernels[key.second];
+		int failures = 0, errors = 0, skipped = 0;
+		double ns = 0;
+		for (const auto *c : cases) {
+			failures += c->result == outcome::fail;
+			errors += c->result == outcome::error;
+			skipped += c->result == outcome::skip;
+			ns += c->duration_ns.value_or(0);
+		}
+		std::string suite_name = "pinmatrix." + key.first;
+		if (run.several_kernels())
+			suite_name += " on " + k.label();
+		out << "  <testsuite name=\"" << attr(suite_name) << "\" tests=\"" << cases.size()
+		    << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"" << skipped
+		    << "\" time=\"" << seconds(ns) << "\"";
+		if (!timestamp.empty())
+			out << " timestamp=\"" << attr(timestamp) << "\"";
+		out << ">\n";
+
+		out << "    <properties>\n";
+		property(out, "kernel.name", k.name);
+		property(out, "kernel.release", k.release);
+		property(out, "boot.placement", k.boot);
+		property(out, "boot.append", k.append);
+		// The run's own kernel facts describe this kernel unless the run
+		// merged several.
+		if (kernel && !run.several_kernels()) {
+			property(out, "kernel.version", text_at(*kernel, "version"));
+			property(out, "kernel.cmdline", text_at(*kernel, "cmdline"));
+			property(out, "kernel.source", text_at(*kernel, "source"));
+		}
+		if (vm && !run.several_kernels())
+			property(out, "vm.accel", text_at(*vm, "accel"));
+		property(out, "rdma_device", text_at(doc, "rdma_device"));
+		if (tool)
+			property(out, "pinmatrix.version", text_at(*tool, "version"));
+		property(out, "results.schema", text_at(doc, "schema"));
+		property(out, "results.started_at", text_at(doc, "started_at"));
+		out << "    </properties>\n";
+
+		std::string classname = "pinmatrix.";
+		if (run.several_kernels())
+			classname += class_part(k.label()) + ".";
+		classname += class_part(key.first);
+		for (const auto *c : cases) {
+			const std::string cls = classname + (c->placement.empty() ? "" : "." + class_part(c->placement));
+			out << "    <testcase name=\"" << attr(c->title()) << "\" classname=\"" << attr(cls)
+			    << "\" time=\"" << seconds(c->duration_ns.value_or(0)) << "\">\n";
+			const std::string reason = one_line(c->reason);
+			switch (c->result) {
+			case outcome::pass:
+				break;
+			case outcome::fail:
+				out << "      <failure type=\"verdict\" message=\""
+				    << attr(reason.empty() ? "expected " + c->expected + ", observed " + c->observed
+							   : reason)
+				    << "\">" << escape_markup("expected: " + c->expected + "\nobserved: " + c->observed +
+							   "\nreason: " + c->reason + "\n")
+				    << "</failure>\n";
+				break;
+			case outcome::error: {
+				std::string body = c->reason + "\n";
+				if (auto serial = serial_excerpt_for(run, *c); !serial.text.empty())
+					body += "\nserial log:\n" + serial.text;
+				out << "      <error type=\"error\" message=\"" << attr(reason) << "\">"
+				    << escape_markup(body) << "</error>\n";
+				break;
+			}
+			case outcome::skip:
+				out << "      <skipped message=\"" << attr(reason) << "\"/>\n";
+				break;
+			}
+			out << "      <system-out>" << escape_markup(evidence_text(*c)) << "</system-out>\n";
+			out << "    </testcase>\n";
+		}
+		out << "  </testsuite>\n";
+	}
+	out << "</testsuites>\n";
+	return out.str();
+}
+
+} // namespace pinmatrix

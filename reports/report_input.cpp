@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "report_input.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "results.hpp"
+#include "sys_error.hpp"
+
+namespace pinmatrix::report {
+
+namespace fs = std::filesystem;
+
+void check_schema(const json &doc, const std::string &where)
+{
+	if (!doc.is_object())
+		throw usage_error(where + ": not a pinmatrix results document (expected a JSON object)");
+	const json *schema = member(doc, "schema");
+	if (!schema)
+		throw usage_error(where + ": no \"schema\" field; expected schema " +
+				  std::string(results_schema));
+	if (!schema->is_string() || schema->get<std::string>() != results_schema)
+		throw usage_error(where + ": schema is " + schema->dump() + ", expected \"" +
+				  std::string(results_schema) + "\"");
+	const json *cases = member(doc, "cases");
+	if (!cases || !cases->is_array())
+		throw usage_error(where + ": no \"cases\" array");
+}
+
+results_file load_results(const fs::path &dir_or_file)
+{
+	std::error_code ec;
+	const auto status = fs::status(dir_or_file, ec);
+	if (ec || !fs::exists(status))
+		throw usage_error(dir_or_file.string() + ": no such directory or file");
+	results_file r;
+	r.path = fs::is_directory(status) ? dir_or_file / "results.json" : dir_or_file;
+	if (!fs::is_regular_file(r.path, ec))
+		throw usage_error(dir_or_file.string() + ": no results.json in this directory");
+	std::ifstream in(r.path);
+	if (!in)
+		throw usage_error(r.path.string() + ": cannot read it");
+	try {
+		r.doc = json::parse(in);
+	} catch (const json::exception &e) {
+		throw usage_error(r.path.string() + ": not valid JSON (" + e.what() + ")");
+	}
+	check_schema(r.doc, r.path.string());
+	return r;
+}
+
+outcome outcome_of(std::string_view verdict)
+{
+	if (verdict == "pass")
+		return outcome::pass;
+	if (verdict == "fail")
+		return outcome::fail;
+	if (verdict == "skip")
+		return outcome::skip;
+	return outcome::error;
+}
+
+const char *name(outcome o)
+{
+	switch (o) {
+	case outcome::pass: return "pass";
+	case outcome::fail: return "fail";
+	case outcome::skip: return "skip";
+	case outcome::error: break;
+	}
+	return "error";
+}
+
+const char *upper_name(outcome o)
+{
+	switch (o) {
+	case outcome::pass: return "PASS";
+	case outcome::fail: return "FAIL";
+	case outcome::skip: return "SKIP";
+	case outcome::error: break;
+	}
+	return "ERROR";
+}
+
+std::string kernel_config::label() const
+{
+	std::string out = name.empty() || name == release ? release : name + " " + release;
+	if (!boot.empty())
+		out += " (" + boot + ")";
+	else if (!append.empty())
+		out += " " + append;
+	return out;
+}
+
+std::string case_view::title() const
+{
+	return name.empty() || name == id ? id : id + " (" + name + ")";
+}
+
+const json *member(const json &j, std::string_view key)
+{
+	if (!j.is_object())
+		return nullptr;
+	auto it = j.find(key);
+	return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string as_text(const json &j)
+{
+	if (j.is_string())
+		return j.get<std::string>();
+	if (j.is_null())
+		return "-";
+	return j.dump();
+}
+
+std::string text_at(const json &j, std::string_view key, std::string fallback)
+{
+	const json *v = member(j, key);
+	if (!v)
+		return fallback;
+	std::string s = as_text(*v);
+	return s.empty() ? fallback : s;
+}
+
+std::optional<double> number_at(const json &j, std::string_view key)
+{
+	const json *v = member(j, key);
+	if (!v || !v->is_number())
+		return std::nullopt;
+	return v->get<double>();
+}
+
+namespace {
+
+// The kernel a record ran on and how it was booted: its own (a merged
+// matrix run), else the run's.
+kernel_config kernel_of(const json &doc, const json &record)
+{
+	kernel_config k;
+	for (const json *kernel : {member(record, "kernel"), member(doc, "kernel")}) {
+		if (!kernel)
+			continue;
+		if (kernel->is_string()) {
+			k.release = kernel->get<std::string>();
+		} else {
+			k.release = text_at(*kernel, "release");
+			k.name = text_at(*kernel, "name");
+		}
+		if (!k.release.empty() || !k.name.empty())
+			break;
+	}
+	if (k.release.empty())
+		k.release = "unknown kernel";
+	for (const json *boot : {member(record, "boot"), member(doc, "boot")}) {
+		if (!boot)
+			continue;
+		k.boot = text_at(*boot, "placement");
+		k.append = text_at(*boot, "append");
+		break;
+	}
+	if (k.append.empty()) {
+		if (const json *append = member(record, "append"))
+			k.append = as_text(*append);
+		else if (const json *vm = member(doc, "vm"))
+			k.append = text_at(*vm, "append");
+	}
+	return k;
+}
+
+std::vector<double> latency_samples(const json &record)
+{
+	std::vector<double> out;
+	// A suite that repeats its registration may record every sample.
+	for (const json *where : {&record, member(record, "observed")}) {
+		const json *samples = where ? member(*where, "latency_samples_ns") : nullptr;
+		if (samples && samples->is_array()) {
+			for (const auto &s : *samples)
+				if (s.is_number() && s.get<double>() >= 0)
+					out.push_back(s.get<double>());
+			return out;
+		}
+	}
+	if (auto one = number_at(record, "latency_ns"); one && *one >= 0)
+		out.push_back(*one);
+	return out;
+}
+
+std::string summary_of(const json &record, std::string_view key)
+{
+	const json *part = member(record, key);
+	if (!part)
+		return "-";
+	if (part->is_string())
+		return part->get<std::string>();
+	return text_at(*part, "summary", "-");
+}
+
+std::string html_id(std::string_view s)
+{
+	std::string out;
+	for (char ch : s)
+		out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' ? ch : '_';
+	return out;
+}
+
+} // namespace
+
+run_view view_run(const json &doc)
+{
+	run_view run;
+	run.doc = &doc;
+	const json *cases = member(doc, "cases");
+	if (!cases || !cases->is_array())
+		return run;
+	std::set<std::string> anchors;
+	for (const auto &record : *cases) {
+		case_view c;
+		c.record = &record;
+		c.id = text_at(record, "id", "case-" + std::to_string(run.cases.size() + 1));
+		c.name = text_at(record, "name", c.id);
+		c.placement = text_at(record, "placement");
+		c.suite = text_at(record, "suite", c.placement.empty() ? "other" : "pin");
+		c.result = outcome_of(text_at(record, "verdict", "error"));
+		c.reason = text_at(record, "reason");
+		c.kernel = kernel_of(doc, record);
+		c.first_pin = text_at(record, "first_pin_label", text_at(record, "first_pin"));
+		c.second_pin = text_at(record, "second_pin");
+		c.expected = summary_of(record, "expected");
+		c.observed = summary_of(record, "observed");
+		c.latency_ns = latency_samples(record);
+		c.duration_ns = number_at(record, "duration_ns");
+
+		auto k = std::find(run.kernels.begin(), run.kernels.end(), c.kernel);
+		c.kernel_index = size_t(k - run.kernels.begin());
+		if (k == run.kernels.end())
+			run.kernels.push_back(c.kernel);
+
+		std::string anchor = "case-" + html_id(c.id);
+		if (!anchors.insert(anchor).second) {
+			anchor += "-k" + std::to_string(c.kernel_index + 1);
+			for (int n = 2; !anchors.insert(anchor).second; n++)
+				anchor = "case-" + html_id(c.id) + "-" + std::to_string(n);
+		}
+		c.anchor = anchor;
+
+		switch (c.result) {
+		case outcome::pass: run.pass++; break;
+		case outcome::fail: run.fail++; break;
+		case outcome::skip: run.skip++; break;
+		case outcome::error: run.error++; break;
+		}
+		run.cases.push_back(std::move(c));
+	}
+	if (run.error)
+		run.overall = outcome::error;
+	else if (run.fail)
+		run.overall = outcome::fail;
+	else if (run.pass)
+		run.overall = outcome::pass;
+	else
+		run.overall = outcome::skip;
+	// A run that never reported its cases is not a pass.
+	if (run.cases.empty() && incomplete(doc))
+		run.overall = outcome::error;
+	return run;
+}
+
+bool incomplete(const json &doc)
+{
+	const json *complete = member(doc, "complete");
+	return complete && complete->is_boolean() && !complete->get<bool>();
+}
+
+namespace {
+
+// A serial log carries terminal escape sequences ("ESC[0m"): none belong in
+// a report.
+std::string without_escapes(std::string_view s)
+{
+	std::string out;
+	for (size_t i = 0; i < s.size(); i++) {
+		if (s[i] == '\x1b') {
+			if (i + 1 < s.size() && s[i + 1] == '[') {
+				i += 2;	// CSI: parameters, then one final byte in @..~
+				while (i < s.size() && !(s[i] >= '@' && s[i] <= '~'))
+					i++;
+			}
+			continue;
+		}
+		if (s[i] == '\r')
+			continue;
+		out += s[i];
+	}
+	return out;
+}
+
+} // namespace
+
+std::vector<guest_ending> guest_endings(const json &doc)
+{
+	std::vector<guest_ending> out;
+	if (const json *vm = member(doc, "vm"))
+		if (auto ended = text_at(*vm, "ended"); !ended.empty())
+			out.push_back({"guest", ended, without_escapes(text_at(*vm, "serial_excerpt"))});
+	if (const json *groups = member(doc, "groups"); groups && groups->is_array())
+		for (const auto &g : *groups)
+			if (auto ended = text_at(g, "ended"); !ended.empty()) {
+				std::string serial = text_at(g, "serial_excerpt");
+				if (const json *vm = member(g, "vm"); vm && serial.empty())
+					serial = text_at(*vm, "serial_excerpt");
+				out.push_back({kernel_of(g, g).label(), ended, without_escapes(serial)});
+			}
+	return out;
+}
+
+std::vector<const case_view *> run_view::worst_first() const
+{
+	std::vector<const case_view *> out;
+	for (const auto &c : cases)
+		out.push_back(&c);
+	auto rank = [](outcome o) {
+		switch (o) {
+		case outcome::fail: return 0;
+		case outcome::error: return 1;
+		case outcome::skip: return 2;
+		case outcome::pass: break;
+		}
+		return 3;
+	};
+	std::stable_sort(out.begin(), out.end(),
+			 [&](const case_view *a, const case_view *b) { return rank(a->result) < rank(b->result); });
+	return out;
+}
+
+case_serial serial_excerpt_for(const run_view &run, const case_view &c)
+{
+	if (c.result != outcome::error)
+		return {};
+	if (const json *vm = member(*c.record, "vm"))
+		if (auto own = text_at(*vm, "serial_excerpt"); !own.empty())
+			return {without_escapes(own), ""};
+	if (auto own = text_at(*c.record, "serial_excerpt"); !own.empty())
+		return {without_escapes(own), ""};
+	// A merged run keeps one entry per guest in "groups": the excerpt of the
+	// guest that ran this kernel and boot.
+	if (const json *groups = member(*run.doc, "groups"); groups && groups->is_array())
+		for (const auto &g : *groups)
+			if (kernel_of(g, g) == c.kernel) {
+				std::string serial = text_at(g, "serial_excerpt");
+				if (const json *vm = member(g, "vm"); vm && serial.empty())
+					serial = text_at(*vm, "serial_excerpt");
+				return {without_escapes(serial), serial.empty() ? "" : c.kernel.label()};
+			}
+	if (run.several_kernels())
+		return {};
+	if (const json *vm = member(*run.doc, "vm"))
+		if (auto serial = text_at(*vm, "serial_excerpt"); !serial.empty())
+			return {without_escapes(serial), "guest"};
+	return {};
+}
+
+namespace {
+
+std::string yes_no(const json &j)
+{
+	return j.is_boolean() ? (j.get<bool>() ? "yes" : "no") : as_text(j);
+}
+
+std::string pfn_text(const json &j)
+{
+	return j.is_number_unsigned() || j.is_number_integer() ? hex(j.get<uint64_t>()) : as_text(j);
+}
+
+std::string page_text(const json &page)
+{
+	std::string out;
+	auto add = [&](const std::string &s) { out += (out.empty() ? "" : ", ") + s; };
+	if (const json *pfn = member(page, "pfn"))
+		add("pfn " + pfn_text(*pfn));
+	if (auto zone = text_at(page, "zone"); !zone.empty())
+		add("zone " + zone);
+	if (auto mt = text_at(page, "migratetype"); !mt.empty())
+		add(mt + " pageblock");
+	if (const json *dma = member(page, "maybe_dma_pinned"); dma && dma->is_boolean() && dma->get<bool>())
+		add("DMA-pinned");
+	if (const json *rc = member(page, "refcount"))
+		add("refcount " + as_text(*rc));
+	return out.empty() ? page.dump() : out;
+}
+
+} // namespace
+
+std::vector<page_step> page_steps(const case_view &c)
+{
+	std::vector<page_step> out;
+	const json *observed = member(*c.record, "observed");
+	const json *pages = observed ? member(*observed, "page") : nullptr;
+	if (!pages)
+		return out;
+	for (auto [key, label] : {std::pair{"before", "before"}, std::pair{"after_first_pin", "after first pin"},
+				  std::pair{"after_registration", "after registration"}})
+		if (const json *p = member(*pages, key); p && p->is_object())
+			out.push_back({label, p});
+	return out;
+}
+
+std::vector<fact> evidence_facts(const case_view &c)
+{
+	std::vector<fact> out;
+	auto add = [&](std::string label, std::string value) {
+		if (!value.empty() && value != "-")
+			out.push_back({std::move(label), std::move(value)});
+	};
+	add("placement", c.placement);
+	add("first pin", c.first_pin);
+	add("second pin", c.second_pin);
+	add("kernel", c.kernel.label());
+	add("expected", c.expected);
+	add("observed", c.observed);
+	add("reason", c.reason);
+	const json none = json::object();
+	const json &obs = member(*c.record, "observed") ? (*c.record)["observed"] : none;
+	add("errno", text_at(obs, "errno_name", text_at(obs, "errno")));
+	if (auto e = number_at(obs, "first_pin_errno"); e && *e != 0)
+		add("first pin errno", text_at(obs, "first_pin_errno"));
+	if (const json *before = member(obs, "pfn_before")) {
+		std::string moved;
+		if (const json *m = member(obs, "migrated_by_first_pin"); m && m->is_boolean() && m->get<bool>())
+			moved = " (moved by the first pin)";
+		else if (const json *r = member(obs, "migrated_by_registration"); r && r->is_boolean() && r->get<bool>())
+			moved = " (moved by the registration)";
+		else if (const json *any = member(obs, "migrated"); any && any->is_boolean())
+			moved = any->get<bool>() ? " (moved)" : " (not moved)";
+		const json *after = member(obs, "pfn_after");
+		add("PFN", pfn_text(*before) + " -> " + (after ? pfn_text(*after) : "?") + moved);
+	}
+	for (const auto &step : page_steps(c))
+		add("page " + step.step, page_text(*step.page));
+	if (const json *rdma = member(obs, "rdma_write_readback"))
+		add("RDMA write read back", yes_no(*rdma) + (member(obs, "rdma_detail") ? ": " + text_at(obs, "rdma_detail") : ""));
+	else
+		add("RDMA", text_at(obs, "rdma_detail"));
+	if (const json *intact = member(obs, "content_intact"))
+		add("page content intact", yes_no(*intact));
+	if (const json *rec = member(obs, "recovery")) {
+		std::string text = "registration after releasing the first pin: errno " + text_at(*rec, "errno", "?");
+		if (auto ns = number_at(*rec, "latency_ns"))
+			text += ", " + format_ns(*ns);
+		if (const json *pfn = member(*rec, "pfn_after"))
+			text += ", page then at " + pfn_text(*pfn);
+		add("recovery", text);
+	}
+	if (auto s = stats_of(c.latency_ns))
+		add("registration latency", s->n == 1 ? format_ns(s->median) : describe(*s));
+	if (c.duration_ns)
+		add("case duration", format_ns(*c.duration_ns));
+	return out;
+}
+
+std::vector<extra_field> extra_fields(const case_view &c)
+{
+	static const std::set<std::string> known_record = {
+		"id", "name", "suite", "verdict", "reason", "expected", "observed", "latency_ns",
+		"latency_samples_ns", "duration_ns", "placement", "first_pin", "first_pin_label",
+		"second_pin", "kernel", "boot", "append", "vm", "serial_excerpt"};
+	static const std::set<std::string> known_observed = {
+		"errno", "errno_name", "migrated", "migrated_by_first_pin", "migrated_by_registration",
+		"pfn_before", "pfn_after", "first_pin_errno", "first_pin_pfns", "latency_ns",
+		"latency_samples_ns", "scanned_bytes", "summary", "page", "rdma_write_readback",
+		"rdma_detail", "content_intact", "recovery"};
+	std::vector<extra_field> out;
+	if (!c.record->is_object())
+		return out;
+	for (const auto &[key, value] : c.record->items())
+		if (!known_record.count(key) && !value.is_null())
+			out.push_back({key, &value});
+	if (const json *obs = member(*c.record, "observed"); obs && obs->is_object())
+		for (const auto &[key, value] : obs->items())
+			if (!known_observed.count(key) && !value.is_null())
+				out.push_back({"observed " + key, &value});
+	return out;
+}
+
+std::string format_ns(double ns, bool ascii)
+{
+	char buf[64];
+	const char *micro = ascii ? "us" : "\u00b5s";
+	if (ns < 1e3)
+		std::snprintf(buf, sizeof(buf), "%.0f ns", ns);
+	else if (ns < 1e4)
+		std::snprintf(buf, sizeof(buf), "%.2f %s", ns / 1e3, micro);
+	else if (ns < 1e6)
+		std::snprintf(buf, sizeof(buf), "%.0f %s", ns / 1e3, micro);
+	else if (ns < 1e7)
+		std::snprintf(buf, sizeof(buf), "%.2f ms", ns / 1e6);
+	else if (ns < 1e9)
+		std::snprintf(buf, sizeof(buf), "%.0f ms", ns / 1e6);
+	else
+		std::snprintf(buf, sizeof(buf), "%.2f s", ns / 1e9);
+	return buf;
+}
+
+std::string hex(uint64_t v)
+{
+	char buf[32];
+	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+	return buf;
+}
+
+std::string one_line(std::string_view s)
+{
+	std::string out;
+	for (char ch : s) {
+		if (ch == '\n' || ch == '\r' || ch == '\t')
+			ch = ' ';
+		else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+			continue;	// a serial log's escape sequences
+		if (ch == ' ' && (out.empty() || out.back() == ' '))
+			continue;
+		out += ch;
+	}
+	while (!out.empty() && out.back() == ' ')
+		out.pop_back();
+	return out;
+}
+
+std::string escape_markup(std::string_view s, bool attribute)
+{
+	std::string out;
+	out.reserve(s.size() + s.size() / 8);
+	for (size_t i = 0; i < s.size(); i++) {
+		const unsigned char ch = static_cast<unsigned char>(s[i]);
+		switch (ch) {
+		case '&': out += "&amp;"; continue;
+		case '<': out += "&lt;"; continue;
+		case '>': out += "&gt;"; continue;
+		case '"': out += "&quot;"; continue;
+		case '\'': out += "&#39;"; continue;
+		case '\n': out += attribute ? "&#10;" : "\n"; continue;
+		case '\t': out += attribute ? "&#9;" : "\t"; continue;
+		case '\r': out += attribute ? "&#13;" : ""; continue;
+		default: break;
+		}
+		// XML 1.0 has no place for other C0 controls (a serial log's escape
+		// sequences) nor for U+FFFE/U+FFFF: they become U+FFFD.
+		if (ch < 0x20) {
+			out += "\uFFFD";
+			continue;
+		}
+		if (ch == 0xEF && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0xBF &&
+		    (static_cast<unsigned char>(s[i + 2]) & 0xFE) == 0xBE) {
+			out += "\uFFFD";
+			i += 2;
+			continue;
+		}
+		out += char(ch);
+	}
+	return out;
+}
+
+namespace {
+
+double quantile(const std::vector<double> &sorted, double q)
+{
+	const double pos = q * double(sorted.size() - 1);
+	const size_t lo = size_t(std::floor(pos));
+	const size_t hi = std::min(lo + 1, sorted.size() - 1);
+	return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
+}
+
+} // namespace
+
+std::optional<sample_stats> stats_of(std::vector<double> samples)
+{
+	if (samples.empty())
+		return std::nullopt;
+	std::sort(samples.begin(), samples.end());
+	sample_stats s;
+	s.n = samples.size();
+	s.min = samples.front();
+	s.max = samples.back();
+	s.median = quantile(samples, 0.5);
+	s.p25 = quantile(samples, 0.25);
+	s.p75 = quantile(samples, 0.75);
+	return s;
+}
+
+std::string describe(const sample_stats &s, bool ascii)
+{
+	std::string out = "median " + format_ns(s.median, ascii);
+	if (s.n >= 4)
+		out += ", IQR " + format_ns(s.p25, ascii) + " - " + format_ns(s.p75, ascii);
+	if (s.n >= 2)
+		out += ", range " + format_ns(s.min, ascii) + " - " + format_ns(s.max, ascii);
+	out += ", n=" + std::to_string(s.n);
+	return out;
+}
+
+void write_text_atomically(const fs::path &path, std::string_view text)
+{
+	auto tmp = path;
+	tmp += ".tmp." + std::to_string(getpid());
+	{
+		std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+		if (!out)
+			throw last_sys_error("open " + tmp.string());
+		out.write(text.data(), std::streamsize(text.size()));
+		out.flush();
+		if (!out) {
+			std::error_code ignored;
+			fs::remove(tmp, ignored);
+			throw last_sys_error("write " + tmp.string());
+		}
+	}
+	std::error_code ec;
+	fs::rename(tmp, path, ec);
+	if (ec) {
+		std::error_code ignored;
+		fs::remove(tmp, ignored);
+		throw sys_error(ec.value(), "rename to " + path.string());
+	}
+}
+
+} // namespace pinmatrix::report

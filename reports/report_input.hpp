@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// The reports' view of results.json (schema pinmatrix/1): one record per
+// case, read defensively. Other suites add records without the pin matrix's
+// fields (placement, first pin, pages), a guest that died leaves records
+// without observations, and a matrix run may merge several kernels (each
+// record then names its `kernel` and `append`). Nothing here throws on a
+// missing or differently typed field: a report degrades to "-".
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pinmatrix::report {
+
+using json = nlohmann::json;
+
+struct results_file {
+	std::filesystem::path path;	// the results.json that was read
+	json doc;
+};
+// Reads DIR/results.json, or the file itself when given one. Throws
+// usage_error with one message naming the path and what is wrong with it.
+results_file load_results(const std::filesystem::path &dir_or_file);
+// Throws usage_error unless doc is schema pinmatrix/1 with a "cases" array.
+void check_schema(const json &doc, const std::string &where);
+
+// Verdicts in the order a reader should meet them: worst first.
+enum class outcome { error, fail, skip, pass };
+outcome outcome_of(std::string_view verdict);	// anything unknown is an error
+const char *name(outcome o);			// "error", "fail", "skip", "pass"
+const char *upper_name(outcome o);		// "ERROR", ...
+
+// The kernel axis of the grid: a kernel and how it was booted. A merged
+// matrix run names both per record (`kernel` {name, release, source},
+// `boot` {placement, append} or `append`); a single run names them once.
+struct kernel_config {
+	std::string name;	// the matrix's name for the kernel; may be empty
+	std::string release;	// "6.1.0-57-amd64"; "unknown kernel" when not recorded
+	std::string boot;	// boot placement ("movable", "cma"); may be empty
+	std::string append;	// boot parameters; may be empty
+	std::string label() const;
+	bool operator==(const kernel_config &) const = default;
+};
+
+struct case_view {
+	const json *record = nullptr;	// into the document; outlives the view
+	std::string id, name, suite;
+	outcome result = outcome::error;
+	std::string reason;		// empty for a pass
+	kernel_config kernel;
+	std::string placement;		// empty when the suite has no placements
+	std::string first_pin;		// label ("FOLL_PIN (held)"); empty when none
+	std::string second_pin;
+	std::string expected;		// summaries; "-" when absent
+	std::string observed;
+	std::vector<double> latency_ns;	// registration latency samples (maybe none)
+	std::optional<double> duration_ns;
+	std::string anchor;		// unique HTML id
+	size_t kernel_index = 0;	// into run_view::kernels
+
+	// "A (movable-none)", or the id alone when the name is the id.
+	std::string title() const;
+};
+
+struct run_view {
+	const json *doc = nullptr;
+	std::vector<case_view> cases;		// document order
+	std::vector<kernel_config> kernels;	// in order of first appearance
+	int pass = 0, fail = 0, skip = 0, error = 0;
+	outcome overall = outcome::skip;	// KernelCI order: error > fail > pass > skip
+
+	bool several_kernels() const { return kernels.size() > 1; }
+	size_t total() const { return cases.size(); }
+	// What a reader should see first: failures (a contract the kernel
+	// broke), then errors (the run broke), skips, passes; document order
+	// within each.
+	std::vector<const case_view *> worst_first() const;
+};
+// doc must stay alive as long as the view.
+run_view view_run(const json &doc);
+
+// The run says it stopped before its last case ("complete": false).
+bool incomplete(const json &doc);
+
+// Guests that ended abnormally (panic, hang, no results), from the run's
+// "vm" or, in a merged run, from each of its "groups".
+struct guest_ending {
+	std::string guest;		// "guest", or the kernel label in a merged run
+	std::string ended;		// how
+	std::string serial_excerpt;	// the serial log lines that explain it
+};
+std::vector<guest_ending> guest_endings(const json &doc);
+
+// The serial log lines that explain a case that ended in error: its own, or
+// those of the guest it ran in (then `guest` names it, as guest_endings()
+// does, so a report can show a guest's excerpt once).
+struct case_serial {
+	std::string text;
+	std::string guest;	// empty when the record carries its own
+};
+// Terminal escape sequences are removed from both.
+case_serial serial_excerpt_for(const run_view &run, const case_view &c);
+
+// One line of a case's evidence.
+struct fact {
+	std::string label, value;
+};
+// The evidence of a case as label/value pairs: what it pinned and where,
+// expected and observed, errno, PFNs, each page step, RDMA readback,
+// recovery, latency. Only what the record has; extra_fields() has the rest.
+std::vector<fact> evidence_facts(const case_view &c);
+
+// The page at each step the record has: "before", "after first pin",
+// "after registration".
+struct page_step {
+	std::string step;
+	const json *page;
+};
+std::vector<page_step> page_steps(const case_view &c);
+
+// Fields of the record and of its observation that the reports have no
+// special rendering for (another suite's evidence, telemetry, traces), with
+// the name to show them under.
+struct extra_field {
+	std::string label;
+	const json *value;
+};
+std::vector<extra_field> extra_fields(const case_view &c);
+
+// Field access that never throws.
+const json *member(const json &j, std::string_view key);
+std::string text_at(const json &j, std::string_view key, std::string fallback = "");
+std::optional<double> number_at(const json &j, std::string_view key);
+// A value as short text: strings as they are, numbers and the rest as JSON.
+std::string as_text(const json &j);
+
+// "5.28 ms", "219 µs" (ascii: "219 us"), "1.10 s".
+std::string format_ns(double ns, bool ascii = false);
+std::string hex(uint64_t v);
+// Newlines and tabs become spaces, runs of spaces one, other control
+// characters go: for one-line formats.
+std::string one_line(std::string_view s);
+
+// Text for XML and HTML: escapes the five markup characters, and replaces
+// what XML 1.0 forbids (C0 controls but tab, newline, carriage return;
+// U+FFFE, U+FFFF) with U+FFFD. In attributes, tabs and newlines become
+// character references so they survive attribute normalisation.
+std::string escape_markup(std::string_view s, bool attribute = false);
+
+struct sample_stats {
+	size_t n = 0;
+	double median = 0, min = 0, max = 0, p25 = 0, p75 = 0;
+};
+std::optional<sample_stats> stats_of(std::vector<double> samples);
+// "median 1.06 ms, range 0.98-1.20 ms, n=3"; IQR only from 4 samples on.
+std::string describe(const sample_stats &s, bool ascii = false);
+
+// Writes through a temporary file and rename(), so a reader never sees half
+// a file. Throws std::system_error.
+void write_text_atomically(const std::filesystem::path &path, std::string_view text);
+
+} // namespace pinmatrix::report

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// The files a run leaves next to its results.json, all made from that one
+// document (see reports/README.md):
+//   results.ktap  KTAP for kselftest-style runners (openQA, LAVA, prove)
+//   junit.xml     JUnit XML for Jenkins and GitLab
+//   report.html   one self-contained page for people: grid, evidence, plots
+//   summary.md    a few lines of Markdown for a CI comment
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pinmatrix {
+
+std::string format_ktap(const nlohmann::json &doc);
+std::string format_junit(const nlohmann::json &doc);
+std::string format_html(const nlohmann::json &doc);
+std::string format_summary_markdown(const nlohmann::json &doc);
+
+// Writes all four into dir. Every file is rendered before the first is
+// written, and each is written through a temporary file and rename(), so a
+// failure never leaves half a report. Throws std::system_error.
+void write_reports(const std::filesystem::path &dir, const nlohmann::json &doc);
+
+// `pinmatrix report DIR`: reads DIR/results.json (or the file given),
+// writes the reports next to it and prints where. Throws usage_error for a
+// missing directory or file, or one that is not schema pinmatrix/1.
+void regenerate_reports(const std::filesystem::path &dir_or_file);
+
+// `pinmatrix report DIR` or `pinmatrix report --compare OLD NEW` (compare
+// holds OLD and NEW, or is empty). Returns the exit code: 0, or 1 for a
+// verdict regression; throws usage_error for bad arguments or input.
+int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare);
+
+} // namespace pinmatrix

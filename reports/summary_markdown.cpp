@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+// summary.md: what a CI comment needs and no more: the verdict and counts,
+// every failing case with its reason, the skips by reason, and a compact
+// table (case x kernel when several kernels ran).
+
+#include <algorithm>
+#include <sstream>
+
+#include "report_input.hpp"
+#include "reports.hpp"
+
+namespace pinmatrix {
+
+using namespace report;
+
+namespace {
+
+// Plain text inside Markdown (and GitHub/GitLab's HTML): nothing in a reason
+// may start emphasis, a link, an HTML tag or a new table cell.
+std::string md(std::string_view s)
+{
+	std::string out;
+	for (char ch : one_line(s)) {
+		switch (ch) {
+		case '<': out += "&lt;"; continue;
+		case '>': out += "&gt;"; continue;
+		case '&': out += "&amp;"; continue;
+		case '|': case '*': case '_': case '`': case '[': case ']': case '\\':
+			out += '\\';
+			break;
+		default: break;
+		}
+		out += ch;
+	}
+	return out;
+}
+
+std::string verdict_text(outcome o)
+{
+	// Non-pass verdicts stand out in a table.
+	return o == outcome::pass ? "PASS" : std::string("**") + upper_name(o) + "**";
+}
+
+std::string latency_text(const case_view &c)
+{
+	auto s = stats_of(c.latency_ns);
+	if (!s)
+		return "-";
+	return s->n == 1 ? format_ns(s->median) : format_ns(s->median) + " (median of " + std::to_string(s->n) + ")";
+}
+
+constexpr size_t table_limit = 40;	// rows; past that only non-pass cases
+
+} // namespace
+
+std::string format_summary_markdown(const json &doc)
+{
+	const run_view run = view_run(doc);
+	std::ostringstream out;
+
+	out << "### pinmatrix: " << upper_name(run.overall);
+	if (run.several_kernels())
+		out << " on " << run.kernels.size() << " kernels";
+	else if (!run.kernels.empty())
+		out << " on `" << run.kernels[0].label() << "`";
+	out << "\n\n";
+	out << "**" << run.fail << " fail, " << run.error << " error, " << run.pass << " pass, " << run.skip
+	    << " skip** of " << run.total() << (run.total() == 1 ? " case" : " cases");
+	if (incomplete(doc))
+		out << " - **the run did not complete**";
+	out << "\n";
+	if (run.several_kernels()) {
+		out << "\nKernels:";
+		for (const auto &k : run.kernels)
+			out << " `" << k.label() << "`";
+		out << "\n";
+	}
+	for (const auto &g : guest_endings(doc))
+		out << "\n" << (g.guest == "guest" ? "Guest" : "Guest `" + g.guest + "`") << ": " << md(g.ended)
+		    << " (serial log excerpt in report.html)\n";
+
+	const auto ordered = run.worst_first();
+	if (run.fail + run.error) {
+		out << "\n#### Failing\n\n";
+		for (const auto *c : ordered) {
+			if (c->result != outcome::fail && c->result != outcome::error)
+				continue;
+			out << "- **" << md(c->title()) << "** " << upper_name(c->result);
+			if (run.several_kernels())
+				out << " on `" << c->kernel.label() << "`";
+			out << ": " << md(c->reason.empty() ? "(no reason recorded)" : c->reason);
+			if (c->result == outcome::fail)
+				out << " (expected " << md(c->expected) << ", observed " << md(c->observed) << ")";
+			out << "\n";
+		}
+	}
+	if (run.skip) {
+		std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
+		for (const auto *c : ordered) {
+			if (c->result != outcome::skip)
+				continue;
+			auto it = std::find_if(reasons.begin(), reasons.end(), [&](auto &r) { return r.first == c->reason; });
+			if (it == reasons.end()) {
+				reasons.push_back({c->reason, {}});
+				it = reasons.end() - 1;
+			}
+			it->second.push_back(c->id);
+		}
+		out << "\n#### Skipped\n\n";
+		for (const auto &[reason, ids] : reasons) {
+			out << "- " << ids.size() << (ids.size() == 1 ? " case" : " cases");
+			if (ids.size() <= 12) {
+				out << " (";
+				for (size_t i = 0; i < ids.size(); i++)
+					out << (i ? ", " : "") << md(ids[i]);
+				out << ")";
+			}
+			out << ": " << md(reason.empty() ? "(no reason recorded)" : reason) << "\n";
+		}
+	}
+
+	if (run.cases.empty())
+		return out.str();
+	const bool only_bad = run.total() > table_limit;
+	out << "\n";
+	if (only_bad)
+		out << "Cases other than PASS (" << run.total() - size_t(run.pass) << " of " << run.total()
+		    << "; all in report.html):\n\n";
+	if (run.several_kernels()) {
+		std::vector<std::string> ids;
+		for (const auto &c : run.cases)
+			if (std::find(ids.begin(), ids.end(), c.id) == ids.end())
+				ids.push_back(c.id);
+		out << "| case |";
+		for (const auto &k : run.kernels)
+			out << " " << md(k.label()) << " |";
+		out << "\n|---|";
+		for (size_t i = 0; i < run.kernels.size(); i++)
+			out << "---|";
+		out << "\n";
+		for (const auto &id : ids) {
+			std::vector<const case_view *> per_kernel(run.kernels.size(), nullptr);
+			bool all_pass = true;
+			for (const auto &c : run.cases)
+				if (c.id == id) {
+					per_kernel[c.kernel_index] = &c;
+					all_pass &= c.result == outcome::pass;
+				}
+			if (only_bad && all_pass)
+				continue;
+			out << "| " << md(id) << " |";
+			for (const auto *c : per_kernel) {
+				auto latency = c ? stats_of(c->latency_ns) : std::nullopt;
+				out << " " << (c ? verdict_text(c->result) : "-")
+				    << (latency ? " " + md(format_ns(latency->median)) : "") << " |";
+			}
+			out << "\n";
+		}
+		out << "\nLatency: median registration latency of the case on that kernel.\n";
+		return out.str();
+	}
+	out << "| case | placement | first pin | expected | observed | verdict | latency |\n"
+	    << "|---|---|---|---|---|---|---|\n";
+	for (const auto &c : run.cases) {
+		if (only_bad && c.result == outcome::pass)
+			continue;
+		out << "| " << md(c.title()) << " | " << md(c.placement.empty() ? "-" : c.placement) << " | "
+		    << md(c.first_pin.empty() ? "-" : c.first_pin) << " | " << md(c.expected) << " | "
+		    << md(c.observed) << " | " << verdict_text(c.result) << " | " << md(latency_text(c)) << " |\n";
+	}
+	return out.str();
+}
+
+} // namespace pinmatrix

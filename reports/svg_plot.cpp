@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "svg_plot.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+#include "report_input.hpp"
+
+namespace pinmatrix::report {
+
+namespace {
+
+constexpr double width = 1200;
+constexpr double label_w = 240;		// row labels
+constexpr double note_w = 330;		// medians on the right
+constexpr double plot_x0 = label_w + 10;
+constexpr double plot_x1 = width - note_w - 10;
+constexpr double axis_h = 34;
+constexpr double heading_h = 26;
+constexpr double lane_h = 16;
+constexpr double row_pad = 8;
+
+std::string num(double v)
+{
+	char buf[32];
+	std::snprintf(buf, sizeof(buf), "%.1f", v);
+	return buf;
+}
+
+struct log_axis {
+	double lo_log = 0, hi_log = 1;
+	double x(double ns) const
+	{
+		const double l = std::log10(std::max(ns, 1.0));
+		return plot_x0 + (l - lo_log) / (hi_log - lo_log) * (plot_x1 - plot_x0);
+	}
+	// 1-2-5 ticks inside the domain.
+	std::vector<double> ticks() const
+	{
+		std::vector<double> out;
+		for (int e = int(std::floor(lo_log)); e <= int(std::ceil(hi_log)); e++)
+			for (double m : {1.0, 2.0, 5.0}) {
+				const double v = m * std::pow(10.0, e);
+				const double l = std::log10(v);
+				if (l >= lo_log - 1e-9 && l <= hi_log + 1e-9)
+					out.push_back(v);
+			}
+		return out;
+	}
+};
+
+log_axis axis_for(const std::vector<plot_row> &rows)
+{
+	double lo = std::numeric_limits<double>::max(), hi = 0;
+	for (const auto &r : rows)
+		for (const auto &l : r.lanes)
+			for (double s : l.samples) {
+				lo = std::min(lo, std::max(s, 1.0));
+				hi = std::max(hi, std::max(s, 1.0));
+			}
+	log_axis a;
+	a.lo_log = std::floor(std::log10(lo));
+	a.hi_log = std::ceil(std::log10(hi));
+	// Pad a domain that ends right at the data: dots on the border hide.
+	if (std::log10(lo) - a.lo_log < 0.05)
+		a.lo_log -= 0.3;
+	if (a.hi_log - std::log10(hi) < 0.05)
+		a.hi_log += 0.3;
+	return a;
+}
+
+// "100 µs", "2 ms", "1 s": a 1-2-5 tick needs no decimals.
+std::string tick_label(double ns)
+{
+	char buf[32];
+	if (ns < 1e3)
+		std::snprintf(buf, sizeof(buf), "%.0f ns", ns);
+	else if (ns < 1e6)
+		std::snprintf(buf, sizeof(buf), "%.0f \u00b5s", ns / 1e3);
+	else if (ns < 1e9)
+		std::snprintf(buf, sizeof(buf), "%.0f ms", ns / 1e6);
+	else
+		std::snprintf(buf, sizeof(buf), "%.0f s", ns / 1e9);
+	return buf;
+}
+
+} // namespace
+
+std::string svg_dot_plot(const std::vector<plot_row> &rows, const std::string &description)
+{
+	bool any = false;
+	for (const auto &r : rows)
+		for (const auto &l : r.lanes)
+			any |= !l.samples.empty();
+	if (!any)
+		return "";
+	const log_axis axis = axis_for(rows);
+
+	double height = axis_h;
+	for (const auto &r : rows)
+		height += r.heading ? heading_h : double(std::max<size_t>(r.lanes.size(), 1)) * lane_h + row_pad;
+	height += 6;
+
+	std::ostringstream back, body, grid;
+	double y = axis_h;
+	size_t stripe = 0;
+	for (const auto &r : rows) {
+		if (r.heading) {
+			body << "<text class=\"heading\" x=\"4\" y=\"" << num(y + heading_h - 8) << "\">"
+			     << escape_markup(r.label) << "</text>\n";
+			y += heading_h;
+			stripe = 0;
+			continue;
+		}
+		const double row_h = double(std::max<size_t>(r.lanes.size(), 1)) * lane_h + row_pad;
+		if (stripe++ % 2 == 0)
+			back << "<rect class=\"stripe\" x=\"0\" y=\"" << num(y) << "\" width=\"" << width
+			     << "\" height=\"" << num(row_h) << "\"/>\n";
+		const double mid = y + row_h / 2 + 4;
+		std::string label = "<text class=\"label" + std::string(r.aggregate ? " aggregate" : "") +
+				    "\" x=\"" + num(label_w) + "\" y=\"" + num(mid) + "\" text-anchor=\"end\">" +
+				    escape_markup(r.label) + "</text>";
+		if (!r.link.empty())
+			label = "<a href=\"" + escape_markup(r.link, true) + "\">" + label + "</a>";
+		body << label << "\n";
+		body << "<text class=\"note\" x=\"" << num(plot_x1 + 14) << "\" y=\"" << num(mid) << "\">"
+		     << escape_markup(r.note) << "</text>\n";
+
+		double lane_y = y + row_pad / 2 + lane_h / 2;
+		for (const auto &lane : r.lanes) {
+			if (auto s = stats_of(lane.samples)) {
+				const std::string color = escape_markup(lane.color, true);
+				if (s->n >= 2)
+					body << "<line class=\"range\" x1=\"" << num(axis.x(s->min)) << "\" x2=\""
+					     << num(axis.x(s->max)) << "\" y1=\"" << num(lane_y) << "\" y2=\""
+					     << num(lane_y) << "\" stroke=\"" << color << "\"/>\n";
+				if (s->n >= 4)
+					body << "<rect class=\"iqr\" x=\"" << num(axis.x(s->p25)) << "\" y=\""
+					     << num(lane_y - 5) << "\" width=\""
+					     << num(std::max(axis.x(s->p75) - axis.x(s->p25), 1.0))
+					     << "\" height=\"10\" fill=\"" << color << "\"/>\n";
+				for (double v : lane.samples)
+					body << "<circle cx=\"" << num(axis.x(v)) << "\" cy=\"" << num(lane_y) << "\" r=\""
+					     << (r.aggregate ? "3.5" : "4.5") << "\" fill=\"" << color
+					     << "\"><title>" << escape_markup(lane.name + ": " + format_ns(v))
+					     << "</title></circle>\n";
+				if (s->n >= 2)
+					body << "<line class=\"median\" x1=\"" << num(axis.x(s->median)) << "\" x2=\""
+				     << num(axis.x(s->median)) << "\" y1=\"" << num(lane_y - 7) << "\" y2=\""
+				     << num(lane_y + 7) << "\"><title>"
+				     << escape_markup(lane.name + ": median " + format_ns(s->median))
+				     << "</title></line>\n";
+			}
+			lane_y += lane_h;
+		}
+		y += row_h;
+	}
+
+	for (double t : axis.ticks()) {
+		const double x = axis.x(t);
+		grid << "<line class=\"tick\" x1=\"" << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << num(axis_h - 6)
+		     << "\" y2=\"" << num(height - 6) << "\"/>\n"
+		     << "<text class=\"axis\" x=\"" << num(x) << "\" y=\"" << num(axis_h - 12)
+		     << "\" text-anchor=\"middle\">" << escape_markup(tick_label(t)) << "</text>\n";
+	}
+
+	std::ostringstream svg;
+	svg << "<svg class=\"plot\" viewBox=\"0 0 " << width << " " << num(height) << "\" width=\"" << width
+	    << "\" height=\"" << num(height) << "\" role=\"img\" aria-label=\"" << escape_markup(description, true)
+	    << "\">\n"
+	    << "<title>" << escape_markup(description) << "</title>\n"
+	    << back.str() << grid.str() << body.str()
+	    << "<text class=\"axis\" x=\"4\" y=\"" << num(axis_h - 12) << "\">latency, log scale</text>\n"
+	    << "</svg>\n";
+	return svg.str();
+}
+
+} // namespace pinmatrix::report

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <iostream>
+#include <utility>
+#include <vector>
+
+#include "compare.hpp"
+#include "report_input.hpp"
+#include "reports.hpp"
+#include "sys_error.hpp"
+
+namespace pinmatrix {
+
+namespace fs = std::filesystem;
+
+void write_reports(const fs::path &dir, const nlohmann::json &doc)
+{
+	// Render everything first: a formatting failure writes nothing.
+	const std::vector<std::pair<const char *, std::string>> files = {
+		{"results.ktap", format_ktap(doc)},
+		{"junit.xml", format_junit(doc)},
+		{"report.html", format_html(doc)},
+		{"summary.md", format_summary_markdown(doc)},
+	};
+	for (const auto &[file, text] : files)
+		report::write_text_atomically(dir / file, text);
+}
+
+void regenerate_reports(const fs::path &dir_or_file)
+{
+	const auto results = report::load_results(dir_or_file);
+	const fs::path dir = results.path.parent_path().empty() ? fs::path(".") : results.path.parent_path();
+	write_reports(dir, results.doc);
+	const auto run = report::view_run(results.doc);
+	std::cout << "pinmatrix report: " << report::upper_name(run.overall) << " (pass " << run.pass << ", fail "
+		  << run.fail << ", skip " << run.skip << ", error " << run.error << "); wrote results.ktap, "
+		  << "junit.xml, report.html and summary.md in " << dir.string() << "\n";
+}
+
+} // namespace pinmatrix
+
+namespace pinmatrix {
+
+int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare)
+{
+	if (!compare.empty()) {
+		if (!dir.empty())
+			throw usage_error("report: give a run directory or --compare OLD NEW, not both");
+		if (compare.size() != 2)
+			throw usage_error("report --compare: expected OLD and NEW");
+		return compare_runs(compare[0], compare[1], std::cout);
+	}
+	if (dir.empty())
+		throw usage_error("report: give a run directory (or its results.json), or --compare OLD NEW");
+	regenerate_reports(dir);
+	return 0;
+}
+
+} // namespace pinmatrix

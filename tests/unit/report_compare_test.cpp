@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+// `pinmatrix report DIR` and `pinmatrix report --compare OLD NEW` as a QA
+// gate runs them: exit 1 on a verdict regression (pass -> fail or error, a
+// case gone), 0 otherwise, latency medians with their sample counts; and
+// for bad input exit 2, one clear message, nothing written.
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "../command.hpp"
+#include "compare.hpp"
+#include "report_fixtures.hpp"
+#include "reports.hpp"
+
+using namespace pinmatrix;
+using namespace pinmatrix::test;
+
+namespace {
+
+const std::vector<std::string> report_files = {"results.ktap", "junit.xml", "report.html", "summary.md"};
+
+fs::path save_run(const temp_dir &dir, const std::string &name, const json &doc)
+{
+	const fs::path run = dir / name;
+	write_file(run / "results.json", doc.dump(2));
+	return run;
+}
+
+std::vector<std::string> listing(const fs::path &dir)
+{
+	std::vector<std::string> out;
+	for (const auto &e : fs::recursive_directory_iterator(dir))
+		out.push_back(fs::relative(e.path(), dir).string());
+	std::sort(out.begin(), out.end());
+	return out;
+}
+
+size_t lines_of(const std::string &s)
+{
+	return size_t(std::count(s.begin(), s.end(), '\n'));
+}
+
+} // namespace
+
+TEST(ReportCompare, VerdictChangesAreClassified)
+{
+	using report::outcome;
+	json before = sample_run();
+	json after = sample_run();
+	record(after, "B")["verdict"] = "fail";
+	record(after, "C")["verdict"] = "error";
+	record(after, "D")["verdict"] = "skip";
+	record(before, "movable-mlock")["verdict"] = "fail";
+	after["cases"].erase(after["cases"].end() - 1);
+	after["cases"].push_back({{"id", "ualink/new"}, {"verdict", "pass"}});
+
+	const auto c = compare_results(before, after);
+	auto change_of = [&](const std::string &key) {
+		for (const auto &cc : c.cases)
+			if (cc.key == key)
+				return cc.change;
+		ADD_FAILURE() << "no " << key;
+		return verdict_change::unchanged;
+	};
+	EXPECT_EQ(change_of("A"), verdict_change::unchanged);
+	EXPECT_EQ(change_of("B"), verdict_change::regression);
+	EXPECT_EQ(change_of("C"), verdict_change::regression);
+	EXPECT_EQ(change_of("D"), verdict_change::changed);
+	EXPECT_EQ(change_of("movable-mlock"), verdict_change::improvement);
+	EXPECT_EQ(change_of(before["cases"].back()["id"]), verdict_change::disappeared);
+	EXPECT_EQ(change_of("ualink/new"), verdict_change::appeared);
+	EXPECT_EQ(c.regressions(), 3);
+	EXPECT_EQ(c.exit_code(), 1);
+	EXPECT_EQ(c.cases.size(), before["cases"].size() + 1);
+}
+
+TEST(ReportCompare, RegressionExitsOneAndNamesTheCase)
+{
+	temp_dir dir;
+	json worse = sample_run();
+	record(worse, "B")["verdict"] = "fail";
+	record(worse, "B")["reason"] = "registration returned ok, expected ENOMEM";
+	const auto old_run = save_run(dir, "old", sample_run());
+	const auto new_run = save_run(dir, "new", worse);
+	auto r = run_pinmatrix("report --compare " + shell_quoted(old_run) + " " + shell_quoted(new_run / "results.json"));
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	EXPECT_NE(r.output.find("pass -> fail"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("REGRESSION"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("expected ENOMEM"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("1 verdict regression (B)"), std::string::npos) << r.output;
+}
+
+TEST(ReportCompare, ImprovementAndSameRunExitZero)
+{
+	temp_dir dir;
+	const auto failing = save_run(dir, "failing", run_with_failures());
+	const auto passing = save_run(dir, "passing", sample_run());
+	auto better = run_pinmatrix("report --compare " + shell_quoted(failing) + " " + shell_quoted(passing));
+	EXPECT_EQ(better.exit_code, 0) << better.output;
+	EXPECT_NE(better.output.find("improvement"), std::string::npos) << better.output;
+	EXPECT_NE(better.output.find("no verdict regression"), std::string::npos) << better.output;
+
+	auto same = run_pinmatrix("report --compare " + shell_quoted(passing) + " " + shell_quoted(passing));
+	EXPECT_EQ(same.exit_code, 0) << same.output;
+}
+
+TEST(ReportCompare, MissingCaseIsARegression)
+{
+	temp_dir dir;
+	json fewer = sample_run();
+	const std::string gone = fewer["cases"].back()["id"];
+	fewer["cases"].erase(fewer["cases"].end() - 1);
+	auto r = run_pinmatrix("report --compare " + shell_quoted(save_run(dir, "old", sample_run())) + " " +
+			       shell_quoted(save_run(dir, "new", fewer)));
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	EXPECT_NE(r.output.find(gone), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("(missing)"), std::string::npos) << r.output;
+}
+
+TEST(ReportCompare, LatencyMediansWithSampleCounts)
+{
+	temp_dir dir;
+	const json old_doc = sample_run();
+	json slower = sample_run();
+	for (auto &c : slower["cases"])
+		if (c["latency_ns"].is_number())
+			c["latency_ns"] = c["latency_ns"].get<int64_t>() * 2;
+	auto r = run_pinmatrix("report --compare " + shell_quoted(save_run(dir, "old", old_doc)) + " " +
+			       shell_quoted(save_run(dir, "new", slower)));
+	EXPECT_EQ(r.exit_code, 0) << r.output;
+	for (const auto &c : old_doc["cases"]) {
+		if (!c["latency_ns"].is_number())
+			continue;
+		const std::string median = report::format_ns(c["latency_ns"].get<double>(), true) + " (n=1)";
+		EXPECT_NE(r.output.find(median), std::string::npos) << median << "\n" << r.output;
+	}
+	EXPECT_NE(r.output.find("+100.0%"), std::string::npos) << r.output;
+
+	// Runs with several samples per case also say how they spread.
+	auto merged = run_pinmatrix("report --compare " + shell_quoted(save_run(dir, "m1", run_of_several_kernels())) +
+				    " " + shell_quoted(save_run(dir, "m2", run_of_several_kernels())));
+	EXPECT_EQ(merged.exit_code, 0) << merged.output;
+	EXPECT_NE(merged.output.find("IQR"), std::string::npos) << merged.output;
+	EXPECT_NE(merged.output.find("n=5"), std::string::npos) << merged.output;
+	EXPECT_NE(merged.output.find("by kernel and case id"), std::string::npos) << merged.output;
+}
+
+TEST(ReportCommand, WritesEveryFormatNextToResults)
+{
+	temp_dir dir;
+	const json doc = run_with_failures();
+	const auto run = save_run(dir, "run", doc);
+	auto r = run_pinmatrix("report " + shell_quoted(run));
+	EXPECT_EQ(r.exit_code, 0) << r.output;
+	EXPECT_EQ(read_file(run / "results.ktap"), format_ktap(doc));
+	EXPECT_EQ(read_file(run / "junit.xml"), format_junit(doc));
+	EXPECT_EQ(read_file(run / "report.html"), format_html(doc));
+	EXPECT_EQ(read_file(run / "summary.md"), format_summary_markdown(doc));
+	for (const auto &f : listing(run))
+		EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
+	// The file itself names the run as well as its directory.
+	EXPECT_EQ(run_pinmatrix("report " + shell_quoted(run / "results.json")).exit_code, 0);
+}
+
+TEST(ReportCommand, BadInputExitsTwoWithOneMessageAndWritesNothing)
+{
+	temp_dir dir;
+	const fs::path empty = dir / "empty";
+	fs::create_directories(empty);
+	write_file(dir / "not-json" / "results.json", "{ this is not JSON");
+	json other = sample_run();
+	other["schema"] = "pinmatrix/0";
+	write_file(dir / "other-schema" / "results.json", other.dump());
+	write_file(dir / "no-cases" / "results.json", json{{"schema", "pinmatrix/1"}}.dump());
+	const auto good = save_run(dir, "good", sample_run());
+	const auto before = listing(dir.path());
+
+	struct {
+		std::string args;
+		std::string says;
+	} bad[] = {
+		{"report " + shell_quoted(dir / "nonexistent"), "nonexistent: no such directory or file"},
+		{"report " + shell_quoted(empty), "no results.json"},
+		{"report " + shell_quoted(dir / "not-json"), "not valid JSON"},
+		{"report " + shell_quoted(dir / "other-schema"), "expected \"pinmatrix/1\""},
+		{"report " + shell_quoted(dir / "no-cases"), "no \"cases\" array"},
+		{"report", "give a run directory"},
+		{"report --compare " + shell_quoted(good), "--compare"},
+		{"report --compare " + shell_quoted(good) + " " + shell_quoted(dir / "nonexistent"), "nonexistent"},
+		{"report --compare " + shell_quoted(dir / "other-schema") + " " + shell_quoted(good), "schema"},
+		{"report " + shell_quoted(good) + " --compare " + shell_quoted(good) + " " + shell_quoted(good), "not both"},
+	};
+	for (const auto &b : bad) {
+		auto r = run_pinmatrix(b.args);
+		EXPECT_EQ(r.exit_code, 2) << b.args << "\n" << r.output;
+		EXPECT_NE(r.output.find(b.says), std::string::npos) << b.args << "\n" << r.output;
+		EXPECT_LE(lines_of(r.output), 2u) << b.args << "\n" << r.output;
+	}
+	EXPECT_EQ(listing(dir.path()), before) << "bad input wrote something";
+}
+
+TEST(ReportCommand, EveryRunWritesEveryFormat)
+{
+	if (fs::exists("/dev/pinmatrix"))
+		GTEST_SKIP() << "the module is loaded here: the run would pin pages for real";
+	temp_dir dir;
+	auto r = run_pinmatrix("run --cases A,D --out " + shell_quoted(dir / "run"));
+	EXPECT_EQ(r.exit_code, 4) << r.output;	// all skipped: no module
+	const json doc = json::parse(read_file(dir / "run" / "results.json"));
+	for (const auto &f : report_files)
+		EXPECT_TRUE(fs::exists(dir / "run" / f)) << f;
+	EXPECT_EQ(read_file(dir / "run" / "results.ktap"), format_ktap(doc));
+	EXPECT_EQ(read_file(dir / "run" / "summary.md"), format_summary_markdown(doc));
+}

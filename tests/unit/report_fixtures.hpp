@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// Inputs of the report tests: the results.json of a real run (a TCG guest,
+// Debian's 6.1 kernel, every case passing: tests/data/results-pass.json)
+// and variants made from it the way real runs differ: a failure, a guest
+// panic (errors with a serial log), an unmet need (skips), a merged run of
+// several kernels, and records of another suite without the pin matrix's
+// fields. Expected outcomes are read back from these documents.
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pinmatrix::test {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+inline json sample_run()
+{
+	std::ifstream in(fs::path(PINMATRIX_TEST_DATA) / "results-pass.json");
+	return json::parse(in);
+}
+
+inline json &record(json &doc, const std::string &id)
+{
+	for (auto &c : doc["cases"])
+		if (c["id"] == id)
+			return c;
+	throw std::runtime_error("no case " + id);
+}
+
+inline void not_observed(json &c, const std::string &verdict, const std::string &reason)
+{
+	c["verdict"] = verdict;
+	c["reason"] = reason;
+	c["observed"] = nullptr;
+	c["latency_ns"] = nullptr;
+}
+
+// B registers where it must not (a kernel that lost the check), the guest
+// panics at D (D and every later case: errors), movable-mlock finds no page.
+inline json run_with_failures()
+{
+	json doc = sample_run();
+	json &b = record(doc, "B");
+	b["verdict"] = "fail";
+	b["reason"] = "registration returned ok, expected ENOMEM: <page> & \"migrated\" | 'anyway' \x01";
+	b["observed"]["errno"] = 0;
+	b["observed"]["errno_name"] = "ok";
+	b["observed"]["summary"] = "moved 0x2228c->0x67d4, ok";
+	bool after_panic = false;
+	for (auto &c : doc["cases"]) {
+		after_panic |= c["id"] == "D";
+		if (after_panic)
+			not_observed(c, "error", "no result from the guest: guest stopped before the job "
+						 "finished (panic or reset?)");
+	}
+	not_observed(record(doc, "movable-mlock"), "skip", "no page found in movable placement within 2048 MiB");
+	doc["vm"]["ended"] = "guest stopped before the job finished (panic or reset?)";
+	doc["vm"]["serial_excerpt"] = "pinmatrix: fault injection: kernel panic at case D\n"
+				      "[    5.123789] Kernel panic - not syncing: sysrq triggered crash\n"
+				      "\x1b[0m[    5.124100] Call Trace:\n";
+	return doc;
+}
+
+// A run on a machine without the module: every case skips.
+inline json run_all_skipped()
+{
+	json doc = sample_run();
+	for (auto &c : doc["cases"])
+		not_observed(c, "skip", "/dev/pinmatrix is absent: load pinmatrix.ko (--module)");
+	return doc;
+}
+
+// A matrix run that merged two kernels x two boot placements (issue 3):
+// each record names its kernel and boot; latencies carry several samples.
+inline json run_of_several_kernels()
+{
+	const json one = sample_run();
+	json doc = {{"schema", one["schema"]}, {"groups", json::array()}, {"cases", json::array()}};
+	int k = 0;
+	for (const char *release : {"6.1.0-57-amd64", "6.12.9-pinmatrix"})
+		for (const char *boot : {"movable", "cma"}) {
+			json kernel = {{"name", k < 2 ? "debian" : "build"}, {"release", release}, {"source", "debian"}};
+			json boot_json = {{"placement", boot}, {"append", std::string(boot) + "core=512M"}};
+			doc["groups"].push_back({{"kernel", kernel}, {"boot", boot_json}, {"ended", nullptr}});
+			for (json c : one["cases"]) {
+				c["kernel"] = kernel;
+				c["boot"] = boot_json;
+				if (c["latency_ns"].is_number()) {
+					const double ns = c["latency_ns"].get<double>() * (1 + 0.25 * k);
+					c["latency_samples_ns"] = {ns * 0.9, ns, ns * 1.1, ns * 1.3, ns * 0.95};
+				}
+				doc["cases"].push_back(c);
+			}
+			k++;
+		}
+	json &last_b = doc["cases"][doc["cases"].size() - one["cases"].size() + 1];
+	last_b["verdict"] = "fail";
+	last_b["reason"] = "registration returned ok, expected ENOMEM";
+	return doc;
+}
+
+// Pin cases next to another suite's records, which have none of the pin
+// matrix's fields (one has nothing but id, verdict and reason).
+inline json run_with_another_suite()
+{
+	json doc = sample_run();
+	doc["cases"].erase(doc["cases"].begin() + 3, doc["cases"].end());
+	doc["cases"].push_back({{"id", "ualink/export-idempotent"}, {"name", "export-idempotent"},
+				{"suite", "ualink"}, {"verdict", "pass"},
+				{"expected", {{"summary", "same handle twice"}}},
+				{"observed", {{"summary", "same handle"}, {"handle", "0x41"}}},
+				{"latency_ns", nullptr}, {"duration_ns", 120000}});
+	doc["cases"].push_back({{"id", "ualink/import-revoked"}, {"suite", "ualink"}, {"verdict", "fail"},
+				{"reason", "import of a revoked handle succeeded"},
+				{"expected", {{"summary", "EACCES"}}}, {"observed", {{"summary", "ok"}}}});
+	doc["cases"].push_back({{"id", "ualink/no-device"}, {"verdict", "skip"}, {"reason", "no UALink device"}});
+	return doc;
+}
+
+struct named_run {
+	const char *name;
+	json doc;
+};
+
+inline std::vector<named_run> all_runs()
+{
+	return {{"pass", sample_run()},
+		{"failures", run_with_failures()},
+		{"all-skipped", run_all_skipped()},
+		{"several-kernels", run_of_several_kernels()},
+		{"another-suite", run_with_another_suite()}};
+}
+
+inline int count_verdict(const json &doc, const std::string &verdict)
+{
+	int n = 0;
+	for (const auto &c : doc["cases"])
+		n += c.value("verdict", "") == verdict;
+	return n;
+}
+
+// A fresh directory, removed with everything in it at the end of the test.
+class temp_dir {
+public:
+	temp_dir()
+	{
+		std::string pattern = (fs::temp_directory_path() / "pm-report-XXXXXX").string();
+		if (!mkdtemp(pattern.data()))
+			throw std::runtime_error("mkdtemp");
+		path_ = pattern;
+	}
+	temp_dir(const temp_dir &) = delete;
+	temp_dir &operator=(const temp_dir &) = delete;
+	~temp_dir()
+	{
+		std::error_code ignored;
+		fs::remove_all(path_, ignored);
+	}
+	const fs::path &path() const { return path_; }
+	fs::path operator/(const std::string &name) const { return path_ / name; }
+
+private:
+	fs::path path_;
+};
+
+inline void write_file(const fs::path &path, const std::string &text)
+{
+	fs::create_directories(path.parent_path());
+	std::ofstream(path) << text;
+}
+
+inline std::string read_file(const fs::path &path)
+{
+	std::ifstream in(path);
+	return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct shell_result {
+	int exit_code = -1;
+	std::string output;
+};
+
+// Runs a shell command; stdout (and stderr when asked) come back.
+inline shell_result shell(const std::string &command, bool with_stderr = true)
+{
+	shell_result r;
+	FILE *p = popen((command + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
+	if (!p)
+		return r;
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+		r.output.append(buf, n);
+	const int status = pclose(p);
+	r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return r;
+}
+
+inline bool have_command(const std::string &name)
+{
+	return shell("command -v " + name + " >/dev/null").exit_code == 0;
+}
+
+inline std::string shell_quoted(const fs::path &p)
+{
+	std::string q = "'";
+	for (char ch : p.string())
+		q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+	return q + "'";
+}
+
+} // namespace pinmatrix::test
