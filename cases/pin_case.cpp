@@ -11,9 +11,10 @@
 
 namespace pinmatrix {
 
-page_state describe(const pinmatrix_page &page)
+page_state describe(const pinmatrix_page &page, const std::vector<cma_area> &areas)
 {
 	page_state s;
+	s.cma_area = cma_area_of(areas, page.pfn);
 	s.pfn = page.pfn;
 	auto p = classify(page);
 	s.placement = p ? std::string(name(*p)) : "absent";
@@ -68,7 +69,9 @@ observation run_pin_case(const case_def &c, const pin_module &module, const verb
 	const uint64_t seed = std::random_device{}();
 	fill_pattern(page.data(), ps, seed);
 	std::vector<std::byte> written(page.data(), page.data() + ps);
-	obs.before = describe(module.probe_one(page.addr()));
+	const auto areas = read_cma_areas();
+	auto state = [&] { return describe(module.probe_one(page.addr()), areas); };
+	obs.before = state();
 
 	first_pin_holder first;
 	if (int ret = first_pin_holder::try_take(c.first, module, addr, ps, first)) {
@@ -76,12 +79,12 @@ observation run_pin_case(const case_def &c, const pin_module &module, const verb
 		return obs;
 	}
 	obs.first_pin_pfns = first.pfns();
-	obs.after_first_pin = describe(module.probe_one(page.addr()));
+	obs.after_first_pin = state();
 
 	registration reg = register_memory(dev, addr, ps);
 	obs.registration_errno = reg.err;
 	obs.latency_ns = reg.latency_ns;
-	obs.after_registration = describe(module.probe_one(page.addr()));
+	obs.after_registration = state();
 
 	if (reg.mr) {
 		// The device writes through its translation; the CPU reads through

@@ -10,6 +10,7 @@
 #include <cstddef>
 
 #include "pin_module.hpp"
+#include "placement.hpp"
 #include "plan.hpp"
 #include "verbs.hpp"
 #include "verdict.hpp"
@@ -21,6 +22,6 @@ namespace pinmatrix {
 observation run_pin_case(const case_def &c, const pin_module &module, const verbs_device &dev,
 			 size_t find_budget_bytes);
 
-page_state describe(const pinmatrix_page &page);
+page_state describe(const pinmatrix_page &page, const std::vector<cma_area> &areas = {});
 
 } // namespace pinmatrix

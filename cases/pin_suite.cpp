@@ -23,9 +23,16 @@ public:
 	std::vector<planned_case> cases() const override
 	{
 		std::vector<planned_case> out;
-		for (const auto &c : pin_cases())
+		for (const auto &c : pin_cases(opt_.restricted))
 			out.push_back({c.id, c.name});
 		return out;
+	}
+
+	std::string describe(const planned_case &pc) const override
+	{
+		const auto &c = def(pc);
+		return std::string(pinmatrix::name(c.where)) + ", first pin " + traits(c.first).label +
+		       ", then " + c.second_pin + ": expect " + expect(c.where, c.first).summary();
 	}
 
 	std::optional<std::string> preflight(json &doc) override
@@ -38,6 +45,11 @@ public:
 					 {"max_pinned_pages", info.max_pinned_pages}};
 			auto dev = verbs_device::open(opt_.device);
 			doc["rdma_device"] = dev.name();
+			doc["restricted_placement"] = pinmatrix::name(opt_.restricted);
+			json areas = json::array();
+			for (const auto &a : read_cma_areas())
+				areas.push_back({{"name", a.name}, {"base_pfn", a.base_pfn}, {"count", a.count}});
+			doc["cma_areas"] = areas;
 			return std::nullopt;
 		} catch (const unmet_need &e) {
 			module_.reset();
@@ -50,7 +62,8 @@ public:
 	void before_case(const planned_case &pc, json &doc) override
 	{
 		const auto &c = def(pc);
-		if (!module_ || pressed_ == c.where)
+		if (!module_ || pressed_ == c.where ||
+		    (c.where != placement::ordinary && !opt_.restricted_present))
 			return;
 		const auto t0 = std::chrono::steady_clock::now();
 		pressure_ = {};
@@ -64,6 +77,8 @@ public:
 
 	json run_in_child(const planned_case &pc) override
 	{
+		if (def(pc).where != placement::ordinary && !opt_.restricted_present)
+			throw unmet_need("this boot has no ZONE_MOVABLE and no CMA (boot with movablecore= or cma=)");
 		auto module = pin_module::open();
 		auto dev = verbs_device::open(opt_.device);
 		return {{"observation",
@@ -87,9 +102,9 @@ public:
 	}
 
 private:
-	static const case_def &def(const planned_case &pc)
+	const case_def &def(const planned_case &pc) const
 	{
-		for (const auto &c : pin_cases())
+		for (const auto &c : pin_cases(opt_.restricted))
 			if (c.id == pc.id)
 				return c;
 		throw std::logic_error("not a pin case: " + pc.id);

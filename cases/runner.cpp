@@ -19,6 +19,8 @@
 
 #include "kernel_info.hpp"
 #include "pin_module.hpp"
+#include "placement.hpp"
+#include "reports.hpp"
 #include "results.hpp"
 #include "suite.hpp"
 #include "sys_error.hpp"
@@ -178,6 +180,15 @@ void panic_now(const std::string &id)
 
 } // namespace
 
+placement restricted_placement(const std::string &spec)
+{
+	if (spec == "auto")
+		return detect_restricted_placement();
+	if (auto p = parse_placement(spec))
+		return *p;
+	throw usage_error("--placement '" + spec + "': expected auto, ordinary, movable or cma");
+}
+
 fault_plan parse_fault(const std::string &spec)
 {
 	fault_plan f;
@@ -197,7 +208,13 @@ fault_plan parse_fault(const std::string &spec)
 
 int run_matrix(const run_options &opt)
 {
-	auto suites = make_suites({opt.device, opt.find_budget_mib});
+	suite_options so{opt.device, opt.find_budget_mib, restricted_placement(opt.placement)};
+	// "auto" on a boot with neither: plan A-C on ZONE_MOVABLE, they SKIP.
+	if (opt.placement == "auto" && so.restricted == placement::ordinary) {
+		so.restricted = placement::movable;
+		so.restricted_present = false;
+	}
+	auto suites = make_suites(so);
 	const auto plan = select_plan(suites, opt.cases);
 	const auto fault = parse_fault(opt.fault);
 	if (opt.case_timeout_s <= 0)
@@ -269,8 +286,10 @@ int run_matrix(const run_options &opt)
 	doc["summary"] = {{"pass", summary.pass}, {"fail", summary.fail},
 			  {"skip", summary.skip}, {"error", summary.error}};
 	doc["verdict"] = name(summary.overall);
-	if (!results_file.empty())
+	if (!results_file.empty()) {
 		write_json_atomically(results_file, doc);
+		write_reports(opt.out, doc);
+	}
 
 	std::cout << '\n' << format_table(doc["cases"]);
 	std::cout << "summary: pass " << summary.pass << ", fail " << summary.fail << ", skip "

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "placement.hpp"
+
 namespace pinmatrix {
 
 struct run_options {
@@ -20,6 +22,9 @@ struct run_options {
 	std::optional<std::filesystem::path> module;	// pinmatrix.ko to load if absent
 	int case_timeout_s = 60;
 	size_t find_budget_mib = 2048;
+	// Restricted placement of this boot: "auto" (detect), "movable", "cma",
+	// "ordinary" (only the ordinary cases).
+	std::string placement = "auto";
 	// Fault injection, to prove that faults end as ERROR verdicts:
 	// "panic-at=ID" panics the kernel as case ID starts (sysrq 'c'),
 	// "hang-at=ID" makes case ID's process never return.
@@ -32,6 +37,9 @@ struct fault_plan {
 };
 // Throws usage_error for anything but the forms above with a known case.
 fault_plan parse_fault(const std::string &spec);
+
+// "auto" detects this boot's; else a placement name. Throws usage_error.
+placement restricted_placement(const std::string &spec);
 
 // Returns the exit code: 0 pass, 1 fail or error, 4 all skipped.
 int run_matrix(const run_options &opt);

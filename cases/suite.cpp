@@ -5,6 +5,7 @@
 
 #include "pin_suite.hpp"
 #include "sys_error.hpp"
+#include "ualink/ualink_suite.hpp"
 
 namespace pinmatrix {
 
@@ -12,6 +13,7 @@ std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt)
 {
 	std::vector<std::unique_ptr<suite>> all;
 	all.push_back(make_pin_suite(opt));
+	all.push_back(make_ualink_suite(opt));
 	return all;
 }
 

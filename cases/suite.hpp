@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "placement.hpp"
 #include "verdict.hpp"
 
 namespace pinmatrix {
@@ -25,6 +26,10 @@ struct planned_case {
 struct suite_options {
 	std::string device;		// RDMA device; empty: the first one
 	size_t find_budget_mib = 2048;	// memory a pin case may fault in to find its page
+	// The boot's memory a long-term pin may not stay in (matrix/plan.hpp).
+	placement restricted = placement::movable;
+	// False when this boot has no such memory at all: those cases SKIP.
+	bool restricted_present = true;
 };
 
 class suite {
@@ -32,6 +37,8 @@ public:
 	virtual ~suite() = default;
 	virtual std::string name() const = 0;
 	virtual std::vector<planned_case> cases() const = 0;
+	// One line for `pinmatrix cases`: what the case expects or checks.
+	virtual std::string describe(const planned_case &c) const = 0;
 
 	// LTP style: nullopt when the suite can run here, else why not (every
 	// case becomes a SKIP with it). May record facts in doc["<suite>"].

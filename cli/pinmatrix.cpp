@@ -11,8 +11,10 @@
 #include "plan.hpp"
 #include "rules.hpp"
 #include "runner.hpp"
+#include "suite.hpp"
 #include "sys_error.hpp"
 #include "launcher.hpp"
+#include "reports.hpp"
 
 using namespace pinmatrix;
 
@@ -22,13 +24,12 @@ constexpr int exit_usage = 2;
 
 void print_cases()
 {
-	std::printf("%-31s %-10s %-20s %-11s %s\n", "case", "placement", "first pin", "second pin",
-		    "expected");
-	for (const auto &c : pin_cases()) {
-		std::string id = c.id + (c.id == c.name ? "" : " (" + c.name + ")");
-		std::printf("%-31s %-10s %-20s %-11s %s\n", id.c_str(), std::string(name(c.where)).c_str(),
-			    traits(c.first).label, c.second_pin.c_str(),
-			    expect(c.where, c.first).summary().c_str());
+	for (const auto &s : make_suites({})) {
+		std::cout << "suite " << s->name() << ":\n";
+		for (const auto &c : s->cases()) {
+			std::string id = c.id + (c.id == c.name ? "" : " (" + c.name + ")");
+			std::printf("  %-40s %s\n", id.c_str(), s->describe(c).c_str());
+		}
 	}
 }
 
@@ -55,22 +56,30 @@ int main(int argc, char **argv)
 	run_cmd->add_option("--find-budget", run.find_budget_mib,
 			    "MiB a case may fault in to find a page in its placement")
 		->check(CLI::PositiveNumber);
+	run_cmd->add_option("--placement", run.placement,
+			    "Restricted memory of this boot for cases A-C: auto, movable, cma, ordinary")
+		->capture_default_str();
 	run_cmd->add_option("--fault", run.fault, "Fault injection: panic-at=CASE | hang-at=CASE");
 
 	vm_options vm;
 	auto *vm_cmd = app.add_subcommand("vm", "Boot a QEMU guest (TCG) and run the matrix inside it");
 	vm_cmd->add_option("--out", vm.out, "Directory for results.json, serial.log and the guest's files")
 		->required();
-	vm_cmd->add_option("--kernel", vm.kernel, "debian:<ABI> (Debian's stock package)")
+	vm_cmd->add_option("--kernel", vm.kernel,
+			   "debian[:ABI] | build[:FRAGMENT] | image:DIR (see README)")
 		->capture_default_str();
-	vm_cmd->add_option("--append", vm.append, "Extra kernel command line (placement)")
+	vm_cmd->add_option("--patch", vm.patches, "Patch applied to a build kernel (repeatable)")
+		->check(CLI::ExistingFile);
+	vm_cmd->add_option("--placement", vm.placement, "Boot placement: ordinary, movable, cma, hugetlb_cma")
 		->capture_default_str();
-	vm_cmd->add_option("--memory", vm.memory_mib, "Guest RAM in MiB")
-		->check(CLI::Range(256, 16384))
-		->capture_default_str();
+	vm_cmd->add_option("--append", vm.append, "More kernel command line");
+	vm_cmd->add_option("--memory", vm.memory_mib, "Guest RAM in MiB (default: what the placement needs)")
+		->check(CLI::Range(256, 16384));
 	vm_cmd->add_option("--timeout", vm.timeout_s, "Seconds from QEMU start to guest power-off")
 		->check(CLI::PositiveNumber)
 		->capture_default_str();
+	vm_cmd->add_option("--matrix", vm.matrix, "A matrix file: one guest per (kernel, placement)")
+		->check(CLI::ExistingFile);
 	vm_cmd->add_option("--cases", vm.cases, "Case ids or names (default: all)")->delimiter(',');
 	vm_cmd->add_option("--guest-cmd", vm.guest_cmd,
 			   "Run this shell command in the guest instead of the matrix (tests)");
@@ -78,9 +87,30 @@ int main(int argc, char **argv)
 	vm_cmd->add_option("--case-timeout", vm.case_timeout_s, "Seconds a case may take in the guest")
 		->check(CLI::PositiveNumber)
 		->capture_default_str();
-	vm_cmd->add_option("--cache", vm.cache, "Cache for kernels and initramfs")->capture_default_str();
-	vm_cmd->add_option("--module", vm.module, "pinmatrix.ko built for the guest kernel")
+	vm_cmd->add_option("--cache", vm.cache, "Cache for kernels, modules and initramfs")
 		->capture_default_str();
+
+	std::string kernel_spec = "build";
+	std::vector<std::filesystem::path> kernel_patches;
+	std::filesystem::path kernel_cache = "/var/cache/pinmatrix";
+	auto *kernel_cmd = app.add_subcommand("kernel", "Guest kernels");
+	kernel_cmd->require_subcommand(1);
+	auto *kernel_build = kernel_cmd->add_subcommand(
+		"build", "Build (or find cached) a kernel from Debian's linux-source; prints its dir");
+	kernel_build->add_option("--kernel", kernel_spec, "build[:FRAGMENT] (or debian[:ABI] to fetch)")
+		->capture_default_str();
+	kernel_build->add_option("--patch", kernel_patches, "Patch to apply first (repeatable)")
+		->check(CLI::ExistingFile);
+	kernel_build->add_option("--cache", kernel_cache, "Cache directory")->capture_default_str();
+
+	std::filesystem::path report_dir;
+	std::vector<std::filesystem::path> report_compare;
+	auto *report_cmd = app.add_subcommand(
+		"report", "Write results.ktap, junit.xml, report.html and summary.md from DIR/results.json, "
+			  "or compare two runs (exit 1 on a verdict regression)");
+	report_cmd->add_option("dir", report_dir, "Run directory (or its results.json)");
+	report_cmd->add_option("--compare", report_compare, "OLD NEW: run directories or results.json files")
+		->expected(2);
 
 	if (argc > 1 && argv[1][0] != '-') {
 		bool known = false;
@@ -88,7 +118,7 @@ int main(int argc, char **argv)
 			known |= sub->get_name() == argv[1];
 		if (!known) {
 			std::cerr << "pinmatrix: unknown command '" << argv[1]
-				  << "' (commands: cases, run, vm; see --help)\n";
+				  << "' (commands: cases, run, vm, kernel, report; see --help)\n";
 			return exit_usage;
 		}
 	}
@@ -107,6 +137,10 @@ int main(int argc, char **argv)
 			return run_matrix(run);
 		if (*vm_cmd)
 			return run_vm(vm);
+		if (*kernel_build)
+			return build_kernel(kernel_spec, kernel_patches, kernel_cache);
+		if (*report_cmd)
+			return report_command(report_dir, report_compare);
 	} catch (const usage_error &e) {
 		std::cerr << "pinmatrix: " << e.what() << '\n';
 		return exit_usage;

@@ -4,7 +4,12 @@
 #include <sys/mman.h>
 
 #include <array>
+#include <filesystem>
+#include <limits>
+#include <sstream>
 #include <vector>
+
+#include "kernel_info.hpp"
 
 #include "sys_error.hpp"
 
@@ -47,6 +52,56 @@ std::optional<placement> classify(const pinmatrix_page &page)
 	if (page.zone == PINMATRIX_ZONE_MOVABLE)
 		return placement::movable;
 	return placement::ordinary;
+}
+
+placement detect_restricted_placement()
+{
+	std::istringstream meminfo(read_text_file("/proc/meminfo"));
+	for (std::string key; meminfo >> key;) {
+		uint64_t kb = 0;
+		if (key == "CmaTotal:" && meminfo >> kb && kb > 0)
+			return placement::cma;
+		meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+	}
+	// "Node 0, zone  Movable" ... "present N"
+	std::istringstream zoneinfo(read_text_file("/proc/zoneinfo"));
+	bool in_movable = false;
+	for (std::string line; std::getline(zoneinfo, line);) {
+		if (line.rfind("Node ", 0) == 0)
+			in_movable = line.find("zone  Movable") != std::string::npos;
+		std::istringstream fields(line);
+		std::string key;
+		uint64_t n = 0;
+		if (in_movable && fields >> key && key == "present" && fields >> n && n > 0)
+			return placement::movable;
+	}
+	return placement::ordinary;
+}
+
+std::vector<cma_area> read_cma_areas()
+{
+	std::vector<cma_area> areas;
+	std::error_code ec;
+	for (const auto &dir : std::filesystem::directory_iterator("/sys/kernel/debug/cma", ec)) {
+		cma_area a;
+		a.name = dir.path().filename();
+		try {
+			a.base_pfn = std::stoull(read_text_file(dir.path() / "base_pfn"));
+			a.count = std::stoull(read_text_file(dir.path() / "count"));
+		} catch (const std::exception &) {
+			continue;
+		}
+		areas.push_back(a);
+	}
+	return areas;
+}
+
+std::string cma_area_of(const std::vector<cma_area> &areas, uint64_t pfn)
+{
+	for (const auto &a : areas)
+		if (pfn >= a.base_pfn && pfn < a.base_pfn + a.count)
+			return a.name;
+	return "";
 }
 
 mapping populated_pages(size_t length)

@@ -15,6 +15,7 @@
 
 namespace pinmatrix {
 
+// (The order is used as an index by matrix/plan.cpp.)
 enum class placement { ordinary, movable, cma };
 
 struct placement_traits {
@@ -28,6 +29,22 @@ struct placement_traits {
 const placement_traits &traits(placement p);
 std::string_view name(placement p);
 std::optional<placement> parse_placement(std::string_view s);
+
+// The memory of this boot that a long-term pin may not stay in: CMA when
+// the kernel reserved some (CmaTotal), else ZONE_MOVABLE when it has pages,
+// else ordinary (there is none).
+placement detect_restricted_placement();
+
+// CMA areas as debugfs lists them (/sys/kernel/debug/cma/<name>/base_pfn,
+// count): the cross-check for a page whose pageblock says MIGRATE_CMA.
+struct cma_area {
+	std::string name;
+	uint64_t base_pfn = 0;
+	uint64_t count = 0;
+};
+std::vector<cma_area> read_cma_areas();
+// The area holding pfn, or empty.
+std::string cma_area_of(const std::vector<cma_area> &areas, uint64_t pfn);
 
 // The placement of a probed page; nullopt when it is absent or the zero page.
 std::optional<placement> classify(const pinmatrix_page &page);

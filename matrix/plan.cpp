@@ -2,6 +2,7 @@
 #include "plan.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "sys_error.hpp"
 
@@ -11,22 +12,26 @@ namespace {
 
 struct seed_case {
 	const char *id;
-	placement where;
+	std::optional<placement> where;	// nullopt: the restricted placement
 	first_pin first;
 };
 
-// Section 16.5, with ZONE_MOVABLE or MIGRATE_CMA standing in for "CMA page".
+// Section 16.5. "CMA page" is the boot's restricted placement: a MIGRATE_CMA
+// pageblock, or ZONE_MOVABLE standing in for it on a kernel without CMA.
 constexpr seed_case seed_cases[] = {
-	{"A", placement::movable, first_pin::none},
-	{"B", placement::movable, first_pin::foll_pin},
-	{"C", placement::movable, first_pin::foll_pin_longterm},
+	{"A", std::nullopt, first_pin::none},
+	{"B", std::nullopt, first_pin::foll_pin},
+	{"C", std::nullopt, first_pin::foll_pin_longterm},
 	{"D", placement::ordinary, first_pin::foll_pin},
 };
 
-std::vector<case_def> build()
+std::vector<case_def> build(placement restricted)
 {
 	std::vector<case_def> cases;
-	for (placement p : {placement::movable, placement::ordinary}) {
+	std::vector<placement> placements = {placement::ordinary};
+	if (restricted != placement::ordinary)
+		placements.insert(placements.begin(), restricted);
+	for (placement p : placements) {
 		for (const auto &f : all_first_pins()) {
 			case_def c;
 			c.where = p;
@@ -34,8 +39,10 @@ std::vector<case_def> build()
 			c.name = std::string(name(p)) + "-" + f.name;
 			c.id = c.name;
 			c.second_pin = "ibv_reg_mr";
+			// Without restricted memory there is no A-C to stand for.
 			for (const auto &s : seed_cases)
-				if (s.where == p && s.first == f.kind)
+				if ((s.where || restricted != placement::ordinary) &&
+				    s.where.value_or(restricted) == p && s.first == f.kind)
 					c.id = s.id;
 			cases.push_back(c);
 		}
@@ -43,7 +50,7 @@ std::vector<case_def> build()
 	// Seed cases first within a placement, so A-D read in order.
 	std::stable_sort(cases.begin(), cases.end(), [](const case_def &a, const case_def &b) {
 		if (a.where != b.where)
-			return a.where == placement::movable;
+			return a.where != placement::ordinary;
 		return a.id.size() == 1 && b.id.size() != 1;
 	});
 	return cases;
@@ -51,15 +58,16 @@ std::vector<case_def> build()
 
 } // namespace
 
-const std::vector<case_def> &pin_cases()
+const std::vector<case_def> &pin_cases(placement restricted)
 {
-	static const std::vector<case_def> cases = build();
-	return cases;
+	static const std::vector<case_def> by_restricted[] = {
+		build(placement::ordinary), build(placement::movable), build(placement::cma)};
+	return by_restricted[static_cast<int>(restricted)];
 }
 
-std::vector<case_def> select_cases(const std::vector<std::string> &wanted)
+std::vector<case_def> select_cases(const std::vector<std::string> &wanted, placement restricted)
 {
-	const auto &all = pin_cases();
+	const auto &all = pin_cases(restricted);
 	if (wanted.empty() || (wanted.size() == 1 && wanted[0] == "all"))
 		return all;
 	std::vector<case_def> out;

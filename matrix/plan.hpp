@@ -22,12 +22,16 @@ struct case_def {
 	std::string second_pin;	// "ibv_reg_mr"
 };
 
-// All cases, in the order they run (movable placements first: filling memory
-// to reach ordinary pages must not starve the movable cases).
-const std::vector<case_def> &pin_cases();
+// All cases of one boot, in the order they run. `restricted` is the memory a
+// long-term pin may not stay in that this boot has (ZONE_MOVABLE or CMA):
+// cases A-C and the rungs run on it, D and the rest on ordinary memory.
+// Restricted cases run first: filling memory to reach ordinary pages must
+// not starve them. With restricted == ordinary only the ordinary cases run.
+const std::vector<case_def> &pin_cases(placement restricted = placement::movable);
 
 // Selects by id or name ("A", "movable-mlock"); "all" or empty selects all.
 // Throws usage_error naming an unknown case.
-std::vector<case_def> select_cases(const std::vector<std::string> &wanted);
+std::vector<case_def> select_cases(const std::vector<std::string> &wanted,
+				   placement restricted = placement::movable);
 
 } // namespace pinmatrix

@@ -21,7 +21,8 @@ json to_json(const page_state &p)
 		{"migratetype", p.migratetype},
 		{"longterm_pinnable", p.longterm_pinnable},
 		{"maybe_dma_pinned", p.maybe_dma_pinned},
-		{"refcount", p.refcount}};
+		{"refcount", p.refcount},
+		{"cma_area", p.cma_area.empty() ? json(nullptr) : json(p.cma_area)}};
 }
 
 page_state page_state_from_json(const json &j)
@@ -34,6 +35,8 @@ page_state page_state_from_json(const json &j)
 	p.longterm_pinnable = j.at("longterm_pinnable");
 	p.maybe_dma_pinned = j.at("maybe_dma_pinned");
 	p.refcount = j.at("refcount");
+	if (j.contains("cma_area") && j["cma_area"].is_string())
+		p.cma_area = j["cma_area"];
 	return p;
 }
 

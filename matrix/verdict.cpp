@@ -112,6 +112,10 @@ case_result judge(const case_def &def, const observation &obs)
 	else if (obs.migrated_by_registration() != e.registration_migrates)
 		why.push_back(e.registration_migrates ? "registration did not move the page"
 						      : "registration moved the page");
+	// MIGRATE_CMA read from the pageblock must agree with the CMA areas.
+	if (obs.before.placement == "cma" && obs.before.cma_area.empty())
+		why.push_back("pageblock says MIGRATE_CMA but no debugfs CMA area holds PFN " +
+			      hex(obs.before.pfn));
 	if (!obs.registration_errno) {
 		if (obs.after_registration && !obs.after_registration->longterm_pinnable)
 			why.push_back("registered page left in " + obs.after_registration->placement +

@@ -27,6 +27,7 @@ struct page_state {
 	bool longterm_pinnable = false;
 	bool maybe_dma_pinned = false;
 	uint32_t refcount = 0;
+	std::string cma_area;		// debugfs CMA area holding the PFN, if any
 };
 
 struct recovery_record {

@@ -17,8 +17,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "boot.hpp"
 #include "kernel_info.hpp"
+#include "kernels.hpp"
+#include "matrix_file.hpp"
 #include "plan.hpp"
+#include "reports.hpp"
 #include "results.hpp"
 #include "runner.hpp"
 #include "suite.hpp"
@@ -43,7 +47,6 @@ std::string shell_quote(const std::string &s)
 	return q + "'";
 }
 
-// In a forked child: becomes argv[0], or exits 127 (as a shell would).
 [[noreturn]] void exec_or_die(const std::vector<std::string> &argv)
 {
 	std::vector<char *> args;
@@ -54,44 +57,10 @@ std::string shell_quote(const std::string &s)
 	_exit(127);
 }
 
-// Runs argv, returns (exit status, stdout); stderr passes through (progress).
-std::pair<int, std::string> run_capture(const std::vector<std::string> &argv)
-{
-	int pipefd[2];
-	if (pipe2(pipefd, O_CLOEXEC))
-		throw last_sys_error("pipe2");
-	unique_fd rd(pipefd[0]), wr(pipefd[1]);
-	pid_t pid = fork();
-	if (pid < 0)
-		throw last_sys_error("fork");
-	if (pid == 0) {
-		dup2(wr.get(), STDOUT_FILENO);
-		exec_or_die(argv);
-	}
-	wr.reset();
-	std::string out;
-	char buf[4096];
-	ssize_t n;
-	while ((n = read(rd.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-		if (n > 0)
-			out.append(buf, size_t(n));
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	while (!out.empty() && out.back() == '\n')
-		out.pop_back();
-	return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
-}
-
 std::string self_exe()
 {
 	return fs::read_symlink("/proc/self/exe").string();
 }
-
-struct guest_kernel {
-	fs::path dir;		// vmlinuz, release, config, modules/
-	std::string release;
-};
 
 // Serialises preparation of the shared cache between concurrent runs.
 class cache_lock {
@@ -107,90 +76,6 @@ public:
 private:
 	unique_fd fd_;
 };
-
-guest_kernel prepare_kernel(const vm_options &opt)
-{
-	const std::string prefix = "debian:";
-	if (opt.kernel.rfind(prefix, 0) != 0 || opt.kernel.size() == prefix.size())
-		throw usage_error("--kernel '" + opt.kernel + "': expected debian:<ABI>, e.g. debian:" +
-				  PINMATRIX_DEFAULT_KERNEL);
-	const std::string abi = opt.kernel.substr(prefix.size());
-	if (!std::regex_match(abi, std::regex("[0-9][0-9a-z.+~-]*")))
-		throw usage_error("--kernel '" + opt.kernel + "': not a Debian kernel ABI name");
-	auto [rc, dir] = run_capture({(source_dir / "vm/kernel-debian.sh").string(), abi,
-				      opt.cache.string()});
-	if (rc)
-		throw unmet_need("cannot get Debian kernel " + abi + " (vm/kernel-debian.sh exit " +
-				 std::to_string(rc) + ")");
-	guest_kernel k;
-	k.dir = dir;
-	k.release = read_text_file((k.dir / "release").string());
-	while (!k.release.empty() && isspace(static_cast<unsigned char>(k.release.back())))
-		k.release.pop_back();
-	return k;
-}
-
-fs::path prepare_initramfs(const vm_options &opt, const guest_kernel &k)
-{
-	// Keyed by what goes into it, so an edited init script rebuilds it.
-	const std::string key = read_text_file((source_dir / "vm/guest/init").string()) +
-				read_text_file((source_dir / "vm/mkinitramfs.sh").string()) + k.release;
-	char hash[32];
-	std::snprintf(hash, sizeof(hash), "%016zx", std::hash<std::string>{}(key));
-	fs::path out = opt.cache / "initramfs" / (k.release + "-" + hash + ".cpio.gz");
-	if (fs::exists(out))
-		return out;
-	fs::create_directories(out.parent_path());
-	auto [rc, ignored] = run_capture({(source_dir / "vm/mkinitramfs.sh").string(),
-					  k.dir.string(), out.string()});
-	if (rc)
-		throw unmet_need("cannot build the initramfs (vm/mkinitramfs.sh exit " +
-				 std::to_string(rc) + ")");
-	return out;
-}
-
-void check_module(const fs::path &ko, const std::string &release)
-{
-	if (!fs::exists(ko))
-		throw usage_error("module " + ko.string() + " not found: build it (cmake --build build)");
-	auto [rc, vermagic] = run_capture({"modinfo", "-F", "vermagic", ko.string()});
-	if (rc || vermagic.substr(0, vermagic.find(' ')) != release)
-		throw usage_error("module " + ko.string() + " is built for '" + vermagic +
-				  "', the guest runs " + release +
-				  ": configure with -DPINMATRIX_KERNEL_RELEASE=" + release);
-}
-
-std::string guest_job(const vm_options &opt)
-{
-	std::ostringstream job;
-	job << "# Written by pinmatrix vm; run by vm/guest/stage2 inside the guest.\n"
-	    // Soft-RoCE on a dummy netdev: loopback traffic never leaves rxe0.
-	    << "if modprobe rdma_rxe && modprobe dummy numdummies=0 &&\n"
-	    << "   ip link add pm0 type dummy && ip link set pm0 up &&\n"
-	    << "   rdma link add rxe0 type rxe netdev pm0; then\n"
-	    << "  echo 'pinmatrix-job: rxe0 on pm0 ready'\n"
-	    << "else\n"
-	    << "  echo 'pinmatrix-job: could not create rxe0: cases needing it will SKIP'\n"
-	    << "fi\n";
-	if (!opt.guest_cmd.empty()) {
-		job << "export PINMATRIX_MODULE=" << shell_quote(opt.module.string()) << "\n"
-		    << opt.guest_cmd << "\n";
-		return job.str();
-	}
-	job << "exec " << shell_quote(self_exe()) << " run --out /run/pinmatrix --device rxe0 --module "
-	    << shell_quote(opt.module.string());
-	if (!opt.cases.empty()) {
-		std::string list;
-		for (const auto &c : opt.cases)
-			list += (list.empty() ? "" : ",") + c;
-		job << " --cases " << shell_quote(list);
-	}
-	if (!opt.fault.empty())
-		job << " --fault " << shell_quote(opt.fault);
-	job << " --case-timeout " << opt.case_timeout_s;
-	job << "\n";
-	return job.str();
-}
 
 // QEMU, started by us and killed only by its PID.
 class qemu_process {
@@ -272,40 +157,145 @@ std::string serial_excerpt(const fs::path &serial)
 	return out;
 }
 
-} // namespace
 
-int run_vm(const vm_options &opt)
+// One guest boot: a kernel, a boot placement, the cases to run in it.
+struct group_spec {
+	kernel_spec kernel;
+	const boot_placement *boot = nullptr;
+	std::string append;		// extra
+	unsigned memory_mib = 0;
+	std::vector<std::string> cases;
+	std::string guest_cmd;
+	std::string fault;
+	int timeout_s = 300;
+	int case_timeout_s = 60;
+	fs::path cache;
+	fs::path out;
+};
+
+struct group_outcome {
+	json doc;			// the group's results.json
+	std::optional<int> guest_cmd_exit;
+	std::string ended;		// why the guest ended early, if it did
+};
+
+std::string guest_job(const group_spec &g, const fs::path &modules)
 {
-	// Everything that can be wrong with the arguments is found before
-	// anything is written.
-	if (opt.out.empty())
-		throw usage_error("--out is required");
-	const auto suites = make_suites({});
-	const auto plan = select_plan(suites, opt.cases);
-	parse_fault(opt.fault);
-	if (!opt.guest_cmd.empty() && (!opt.cases.empty() || !opt.fault.empty()))
-		throw usage_error("--guest-cmd excludes --cases and --fault");
-	if (opt.append.find_first_of("\"'\n") != std::string::npos)
-		throw usage_error("--append must not contain quotes or newlines");
-
-	guest_kernel kernel;
-	fs::path initrd;
-	{
-		cache_lock lock(opt.cache);
-		kernel = prepare_kernel(opt);
-		initrd = prepare_initramfs(opt, kernel);
+	std::ostringstream job;
+	job << "# Written by pinmatrix vm; run by vm/guest/stage2 inside the guest.\n"
+	    // Soft-RoCE on a dummy netdev: loopback traffic never leaves rxe0.
+	    << "if modprobe rdma_rxe && modprobe dummy numdummies=0 &&\n"
+	    << "   ip link add pm0 type dummy && ip link set pm0 up &&\n"
+	    << "   rdma link add rxe0 type rxe netdev pm0; then\n"
+	    << "  echo 'pinmatrix-job: rxe0 on pm0 ready'\n"
+	    << "else\n"
+	    << "  echo 'pinmatrix-job: could not create rxe0: cases needing it will SKIP'\n"
+	    << "fi\n";
+	const fs::path ko = modules / "pinmatrix" / "pinmatrix.ko";
+	if (!g.guest_cmd.empty()) {
+		job << "export PINMATRIX_MODULE=" << shell_quote(ko.string()) << "\n"
+		    << "export PINMATRIX_MODULES=" << shell_quote(modules.string()) << "\n"
+		    << g.guest_cmd << "\n";
+		return job.str();
 	}
-	check_module(opt.module, kernel.release);
+	// The UALink reference model (ualink_sim, a test double for amdgpu): its
+	// DRM helpers from the guest kernel, then the module built with the others.
+	job << "if modprobe drm_shmem_helper &&\n"
+	    << "   insmod " << shell_quote((modules / "ualink_sim" / "ualink_sim.ko").string()) << "; then\n"
+	    << "  echo 'pinmatrix-job: ualink_sim loaded'\n"
+	    << "else\n"
+	    << "  echo 'pinmatrix-job: could not load ualink_sim: UALink cases will SKIP'\n"
+	    << "fi\n";
+	job << "exec " << shell_quote(self_exe()) << " run --out /run/pinmatrix --device rxe0 --module "
+	    << shell_quote(ko.string()) << " --placement " << name(g.boot->restricted);
+	if (!g.cases.empty()) {
+		std::string list;
+		for (const auto &c : g.cases)
+			list += (list.empty() ? "" : ",") + c;
+		job << " --cases " << shell_quote(list);
+	}
+	if (!g.fault.empty())
+		job << " --fault " << shell_quote(g.fault);
+	job << " --case-timeout " << g.case_timeout_s << "\n";
+	return job.str();
+}
 
-	const fs::path out = fs::absolute(opt.out);
-	const fs::path guest_dir = out / "guest";
-	fs::create_directories(out);
+std::vector<plan_entry> group_plan(const std::vector<std::unique_ptr<suite>> &suites,
+				   const group_spec &g)
+{
+	return select_plan(suites, g.cases);
+}
+
+suite_options group_suite_options(const group_spec &g)
+{
+	suite_options o;
+	o.restricted = g.boot->restricted;
+	return o;
+}
+
+// Every case of the group as a record of one verdict, with the reason.
+json records_not_run(const group_spec &g, verdict v, const std::string &reason)
+{
+	const auto suites = make_suites(group_suite_options(g));
+	json cases = json::array();
+	for (const auto &[owner, c] : group_plan(suites, g)) {
+		json r = owner->not_run(c, v, reason);
+		r["suite"] = owner->name();
+		cases.push_back(r);
+	}
+	return cases;
+}
+
+// Boots one guest (or finds that it cannot) and returns its results.
+group_outcome run_group(const group_spec &g)
+{
+	group_outcome outcome;
+	json &doc = outcome.doc;
+	const fs::path guest_dir = g.out / "guest";
+	fs::create_directories(g.out);
 	fs::remove_all(guest_dir);
-	fs::remove(out / "results.json");
+	fs::remove(g.out / "results.json");
+
+	const std::string append = std::string(g.boot->append) + (g.append.empty() ? "" : " " + g.append);
+	const unsigned memory = g.memory_mib ? g.memory_mib : g.boot->memory_mib;
+	doc = {{"schema", results_schema},
+	       {"kernel", {{"name", g.kernel.name}, {"source", g.kernel.source}}},
+	       {"boot", {{"placement", g.boot->name}, {"append", append}, {"memory_mib", memory}}},
+	       {"cases", json::array()}};
+
+	// Kernel, modules, initramfs; then the kernel's config against the
+	// placement's needs. Anything missing: SKIP with the reason, no boot.
+	guest_kernel kernel;
+	fs::path modules, initrd;
+	std::optional<std::string> cannot;
+	try {
+		cache_lock lock(g.cache);
+		kernel = prepare_kernel(g.kernel, g.cache);
+		doc["kernel"]["release"] = kernel.release;
+		doc["kernel"]["describe"] = kernel.describe();
+		json patches = json::array();
+		for (const auto &p : g.kernel.patches)
+			patches.push_back(p.filename().string());
+		doc["kernel"]["patches"] = patches;
+		cannot = unmet_kconfig(*g.boot, kernel.config, kernel.release);
+		if (!cannot) {
+			modules = prepare_modules(kernel, g.cache);
+			initrd = prepare_initramfs(kernel, g.cache);
+		}
+	} catch (const unmet_need &e) {
+		cannot = e.what();
+	}
+	if (cannot) {
+		outcome.ended = *cannot;
+		doc["cases"] = records_not_run(g, verdict::skip, *cannot);
+		doc["cannot_run"] = *cannot;
+		return outcome;
+	}
+
 	fs::create_directories(guest_dir);
 	{
 		std::ofstream job(guest_dir / "job.sh");
-		job << guest_job(opt);
+		job << guest_job(g, modules);
 		if (!job)
 			throw last_sys_error("write job.sh");
 	}
@@ -313,77 +303,85 @@ int run_vm(const vm_options &opt)
 	// cryptomgr.notests: the crypto self-tests cost ~0.4 s of a TCG boot.
 	const std::string cmdline = "console=ttyS0 panic=-1 quiet cryptomgr.notests pinmatrix.kdir=" +
 				    kernel.dir.string() + " pinmatrix.stage2=" +
-				    (source_dir / "vm/guest/stage2").string() + " " + opt.append;
+				    (source_dir / "vm/guest/stage2").string() + " " + append;
 	// The uncompressed vmlinux (PVH entry) saves seconds of XZ unpacking in
 	// an emulated guest; qboot and q35 start faster than SeaBIOS and i440FX.
-	const fs::path image = fs::exists(kernel.dir / "vmlinux") ? kernel.dir / "vmlinux"
-								   : kernel.dir / "vmlinuz";
 	std::vector<std::string> argv = {
-		"qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", std::to_string(opt.memory_mib),
+		"qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", std::to_string(memory),
 		"-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
-		"-serial", "file:" + (out / "serial.log").string(),
-		"-kernel", image.string(), "-initrd", initrd.string(),
+		"-serial", "file:" + (g.out / "serial.log").string(),
+		"-kernel", kernel.image.string(), "-initrd", initrd.string(),
 		"-append", cmdline,
 		"-virtfs", "local,path=/,mount_tag=hostroot,readonly=on,security_model=none,multidevs=remap",
 		"-virtfs", "local,path=" + guest_dir.string() + ",mount_tag=results,security_model=none",
 	};
-	if (fs::exists(qboot)) {
+	if (fs::exists(qboot))
 		argv.insert(argv.begin() + 1, {"-bios", qboot});
-	}
 
-	std::cout << "pinmatrix vm: booting " << kernel.release << " (" << opt.append << ", "
-		  << opt.memory_mib << " MiB, TCG)" << std::endl;
+	std::cout << "pinmatrix vm: booting " << kernel.describe() << " (" << g.boot->name << ": "
+		  << (append.empty() ? "no extra parameters" : append) << ", " << memory << " MiB, TCG)"
+		  << std::endl;
 	const auto t0 = std::chrono::steady_clock::now();
 	std::optional<int> qemu_status;
 	{
-		qemu_process qemu(argv, out / "qemu.log");
-		qemu_status = qemu.wait_for(std::chrono::seconds(opt.timeout_s));
+		qemu_process qemu(argv, g.out / "qemu.log");
+		qemu_status = qemu.wait_for(std::chrono::seconds(g.timeout_s));
 	}
-	const double wall_s =
-		std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
 	std::optional<int> job_status;
-	if (fs::exists(guest_dir / "exit_code"))
-		job_status = std::stoi(read_text_file((guest_dir / "exit_code").string()));
-
-	std::string ended;
+	try {
+		if (fs::exists(guest_dir / "exit_code"))
+			job_status = std::stoi(read_text_file((guest_dir / "exit_code").string()));
+	} catch (const std::exception &) {
+	}
+	std::string &ended = outcome.ended;
 	if (!qemu_status)
-		ended = "guest still running after " + std::to_string(opt.timeout_s) + " s: killed";
+		ended = "guest still running after " + std::to_string(g.timeout_s) + " s: killed";
 	else if (*qemu_status)
 		ended = "QEMU exited with status " + std::to_string(*qemu_status) + " (see qemu.log)";
 	else if (!job_status)
 		ended = "guest stopped before the job finished (panic or reset?)";
 
-	if (!opt.guest_cmd.empty()) {
-		std::cout << read_text_file((guest_dir / "job.log").string());
-		std::printf("pinmatrix vm: guest command exit %s, %.1f s\n",
-			    job_status ? std::to_string(*job_status).c_str() : "none", wall_s);
-		if (!ended.empty()) {
-			std::cerr << "pinmatrix vm: ERROR: " << ended << "\n"
-				  << serial_excerpt(out / "serial.log");
-			return 1;
-		}
-		return *job_status;
+	const json vm = {{"accel", "tcg"},
+			 {"memory_mib", memory},
+			 {"cmdline", cmdline},
+			 {"qemu_argv", argv},
+			 {"wall_s", wall_s},
+			 {"qemu_exit", qemu_status ? json(*qemu_status) : json("killed")},
+			 {"job_exit", job_status ? json(*job_status) : json(nullptr)},
+			 {"ended", ended.empty() ? json(nullptr) : json(ended)},
+			 {"serial_log", "serial.log"}};
+	if (!g.guest_cmd.empty()) {
+		outcome.guest_cmd_exit = ended.empty() ? job_status : std::nullopt;
+		doc["vm"] = vm;
+		if (!ended.empty())
+			doc["vm"]["serial_excerpt"] = serial_excerpt(g.out / "serial.log");
+		return outcome;
 	}
 
-	json doc;
 	const fs::path guest_results = guest_dir / "results.json";
+	json guest;
 	if (fs::exists(guest_results)) {
 		try {
-			doc = read_json(guest_results);
+			guest = read_json(guest_results);
 		} catch (const std::exception &e) {
 			ended += std::string(ended.empty() ? "" : "; ") + "guest results unreadable: " + e.what();
 		}
 	}
-	if (!doc.is_object() || doc.value("schema", "") != results_schema)
-		doc = {{"schema", results_schema}, {"cases", json::array()}, {"complete", false}};
+	if (guest.is_object() && guest.value("schema", "") == results_schema) {
+		for (auto &[key, value] : guest.items())
+			if (key != "kernel")
+				doc[key] = value;
+		doc["kernel"].update(guest.value("kernel", json::object()));
+	}
 	if (!doc.value("complete", false) && ended.empty())
 		ended = "the guest's run ended early (job exit " +
 			(job_status ? std::to_string(*job_status) : std::string("none")) + ", see serial.log)";
 
-	const std::string excerpt = serial_excerpt(out / "serial.log");
 	// Every planned case gets exactly one verdict: the missing ones are errors.
-	for (const auto &[owner, c] : plan) {
+	const auto suites = make_suites(group_suite_options(g));
+	for (const auto &[owner, c] : group_plan(suites, g)) {
 		bool reported = false;
 		for (const auto &r : doc["cases"])
 			reported |= r.value("id", "") == c.id;
@@ -394,32 +392,192 @@ int run_vm(const vm_options &opt)
 		r["suite"] = owner->name();
 		doc["cases"].push_back(r);
 	}
+	doc["vm"] = vm;
+	if (!ended.empty())
+		doc["vm"]["serial_excerpt"] = serial_excerpt(g.out / "serial.log");
+	return outcome;
+}
+
+// Each case names where it ran, so merged results stay readable.
+void label_cases(json &doc)
+{
+	for (auto &c : doc["cases"]) {
+		c["kernel"] = {{"name", doc["kernel"].value("name", "")},
+			       {"release", doc["kernel"].value("release", "")},
+			       {"source", doc["kernel"].value("source", "")}};
+		c["boot"] = doc["boot"];
+	}
+}
+
+void summarize_into(json &doc)
+{
 	const auto summary = summarize_json(doc["cases"]);
 	doc["summary"] = {{"pass", summary.pass}, {"fail", summary.fail},
 			  {"skip", summary.skip}, {"error", summary.error}};
 	doc["verdict"] = name(summary.overall);
-	doc["kernel"]["release"] = kernel.release;
-	doc["kernel"]["source"] = opt.kernel;
-	doc["vm"] = {{"accel", "tcg"},
-		     {"memory_mib", opt.memory_mib},
-		     {"append", opt.append},
-		     {"cmdline", cmdline},
-		     {"qemu_argv", argv},
-		     {"wall_s", wall_s},
-		     {"qemu_exit", qemu_status ? json(*qemu_status) : json("killed")},
-		     {"job_exit", job_status ? json(*job_status) : json(nullptr)},
-		     {"ended", ended.empty() ? json(nullptr) : json(ended)},
-		     {"serial_log", "serial.log"}};
-	if (!ended.empty())
-		doc["vm"]["serial_excerpt"] = excerpt;
-	write_json_atomically(out / "results.json", doc);
+}
 
+group_spec base_group(const vm_options &opt)
+{
+	group_spec g;
+	g.timeout_s = opt.timeout_s;
+	g.case_timeout_s = opt.case_timeout_s;
+	g.fault = opt.fault;
+	g.guest_cmd = opt.guest_cmd;
+	g.append = opt.append;
+	g.memory_mib = opt.memory_mib;
+	g.cache = opt.cache;
+	return g;
+}
+
+int run_single(const vm_options &opt)
+{
+	group_spec g = base_group(opt);
+	g.kernel = parse_kernel_spec(opt.kernel);
+	g.kernel.patches = opt.patches;
+	if (!opt.patches.empty() && g.kernel.source != "build")
+		throw usage_error("--patch applies to build kernels only");
+	g.boot = &find_boot_placement(opt.placement);
+	g.cases = opt.cases;
+	g.out = fs::absolute(opt.out);
+	select_plan(make_suites(group_suite_options(g)), g.cases); // validates before writing
+
+	const auto t0 = std::chrono::steady_clock::now();
+	auto outcome = run_group(g);
+	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	json &doc = outcome.doc;
+
+	if (!g.guest_cmd.empty()) {
+		const fs::path log = g.out / "guest" / "job.log";
+		if (fs::exists(log))
+			std::cout << read_text_file(log.string());
+		if (!outcome.guest_cmd_exit) {
+			std::cerr << "pinmatrix vm: ERROR: " << outcome.ended << "\n";
+			if (doc.contains("vm"))
+				std::cerr << doc["vm"].value("serial_excerpt", "");
+			return doc.contains("cannot_run") ? 4 : 1;
+		}
+		std::printf("pinmatrix vm: guest command exit %d, %.1f s\n", *outcome.guest_cmd_exit, wall_s);
+		return *outcome.guest_cmd_exit;
+	}
+
+	label_cases(doc);
+	summarize_into(doc);
+	write_json_atomically(g.out / "results.json", doc);
+	write_reports(g.out, doc);
 	std::cout << '\n' << format_table(doc["cases"]);
-	if (!ended.empty())
-		std::cout << "guest: " << ended << "\n" << excerpt;
+	if (doc.contains("cannot_run"))
+		std::cout << "cannot run here: " << outcome.ended << "\n";
+	else if (!outcome.ended.empty())
+		std::cout << "guest: " << outcome.ended << "\n" << doc["vm"].value("serial_excerpt", "");
 	std::printf("pinmatrix vm: %s in %.1f s (boot to verdict); results in %s\n",
-		    doc["verdict"].get<std::string>().c_str(), wall_s, (out / "results.json").c_str());
-	return exit_code(summary);
+		    doc["verdict"].get<std::string>().c_str(), wall_s, (g.out / "results.json").c_str());
+	return exit_code(summarize_json(doc["cases"]));
+}
+
+int run_matrix_file(const vm_options &opt)
+{
+	const auto def = load_matrix(opt.matrix);
+	// Every group is checked before the first boots.
+	std::vector<group_spec> groups;
+	for (const auto &mg : def.groups) {
+		group_spec g = base_group(opt);
+		g.kernel = parse_kernel_spec(mg.kernel.spec);
+		g.kernel.name = mg.kernel.name;
+		g.kernel.patches = mg.kernel.patches;
+		g.boot = &find_boot_placement(mg.placement);
+		g.cases = !opt.cases.empty() ? opt.cases : mg.cases;
+		g.out = fs::absolute(opt.out) / "groups" / (mg.kernel.name + "-" + mg.placement);
+		try {
+			select_plan(make_suites(group_suite_options(g)), g.cases);
+		} catch (const usage_error &e) {
+			throw usage_error(opt.matrix.string() + ": kernel " + mg.kernel.name + ", placement " +
+					  mg.placement + ": " + e.what());
+		}
+		groups.push_back(g);
+	}
+
+	const fs::path out = fs::absolute(opt.out);
+	fs::create_directories(out);
+	fs::remove(out / "results.json");
+	json merged = {{"schema", results_schema},
+		       {"matrix", fs::absolute(opt.matrix).string()},
+		       {"groups", json::array()},
+		       {"cases", json::array()}};
+	const auto t0 = std::chrono::steady_clock::now();
+	for (const auto &g : groups) {
+		auto outcome = run_group(g);
+		json &doc = outcome.doc;
+		label_cases(doc);
+		summarize_into(doc);
+		write_json_atomically(g.out / "results.json", doc);
+		write_reports(g.out, doc);
+		json group = {{"kernel", doc["kernel"]},
+			      {"boot", doc["boot"]},
+			      {"dir", fs::relative(g.out, out).string()},
+			      {"verdict", doc["verdict"]},
+			      {"summary", doc["summary"]},
+			      {"wall_s", doc.contains("vm") ? doc["vm"]["wall_s"] : json(0)},
+			      {"ended", outcome.ended.empty() ? json(nullptr) : json(outcome.ended)}};
+		if (doc.contains("vm") && doc["vm"].contains("serial_excerpt"))
+			group["serial_excerpt"] = doc["vm"]["serial_excerpt"];
+		merged["groups"].push_back(group);
+		for (const auto &c : doc["cases"])
+			merged["cases"].push_back(c);
+		summarize_into(merged);
+		write_json_atomically(out / "results.json", merged);
+		std::cout << "  " << g.kernel.name << " / " << g.boot->name << ": "
+			  << doc["verdict"].get<std::string>()
+			  << (outcome.ended.empty() ? "" : " (" + outcome.ended + ")") << std::endl;
+	}
+	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	merged["wall_s"] = wall_s;
+	write_json_atomically(out / "results.json", merged);
+	write_reports(out, merged);
+
+	for (const auto &group : merged["groups"]) {
+		std::cout << "\n== " << group["kernel"].value("name", "") << " ("
+			  << group["kernel"].value("release", "?") << ") / "
+			  << group["boot"].value("placement", "") << ": " << group["verdict"].get<std::string>()
+			  << "\n";
+		json cases = json::array();
+		for (const auto &c : merged["cases"])
+			if (c["kernel"]["name"] == group["kernel"]["name"] &&
+			    c["boot"]["placement"] == group["boot"]["placement"])
+				cases.push_back(c);
+		std::cout << format_table(cases);
+	}
+	std::printf("pinmatrix vm: matrix %s in %.1f s; results in %s\n",
+		    merged["verdict"].get<std::string>().c_str(), wall_s, (out / "results.json").c_str());
+	return exit_code(summarize_json(merged["cases"]));
+}
+
+} // namespace
+
+int run_vm(const vm_options &opt)
+{
+	// Everything that can be wrong with the arguments is found before
+	// anything is written.
+	if (opt.out.empty())
+		throw usage_error("--out is required");
+	parse_fault(opt.fault);
+	if (!opt.guest_cmd.empty() && (!opt.cases.empty() || !opt.fault.empty() || !opt.matrix.empty()))
+		throw usage_error("--guest-cmd excludes --cases, --fault and --matrix");
+	if (opt.append.find_first_of("\"'\n") != std::string::npos)
+		throw usage_error("--append must not contain quotes or newlines");
+	return opt.matrix.empty() ? run_single(opt) : run_matrix_file(opt);
+}
+
+int build_kernel(const std::string &spec_text, const std::vector<fs::path> &patches, const fs::path &cache)
+{
+	kernel_spec spec = parse_kernel_spec(spec_text);
+	if (!patches.empty() && spec.source != "build")
+		throw usage_error("--patch applies to build kernels only");
+	spec.patches = patches;
+	cache_lock lock(cache);
+	const auto k = prepare_kernel(spec, cache);
+	std::cout << k.dir.string() << "\n";
+	return 0;
 }
 
 } // namespace pinmatrix

@@ -6,6 +6,8 @@
 // matrix inside it and turns whatever happened into results.json. A guest
 // panic, a hang (bounded by a timeout) or a missing result is an ERROR
 // verdict for each case without a result, with the serial log kept.
+// With --matrix, one guest boots per (kernel, placement) of the file and
+// all their cases merge into one results.json.
 
 #include <filesystem>
 #include <string>
@@ -14,14 +16,15 @@
 namespace pinmatrix {
 
 struct vm_options {
-	std::string kernel = "debian:" PINMATRIX_DEFAULT_KERNEL;
-	// ZONE_MOVABLE stands in for CMA on a stock kernel (no CONFIG_CMA).
-	std::string append = "movablecore=512M";
-	unsigned memory_mib = 1024;
+	std::string kernel = "debian";	// see vm/kernels.hpp
+	std::vector<std::filesystem::path> patches;	// for a build kernel
+	std::string placement = "movable";	// a boot placement (matrix/boot.hpp)
+	std::string append;		// more kernel command line
+	unsigned memory_mib = 0;	// 0: what the placement needs
 	int timeout_s = 300;
 	std::filesystem::path out;
 	std::filesystem::path cache = "/var/cache/pinmatrix";
-	std::filesystem::path module = PINMATRIX_MODULE_PATH;
+	std::filesystem::path matrix;	// a matrix file instead of one guest
 	std::vector<std::string> cases;
 	std::string guest_cmd;
 	std::string fault;	// passed to `pinmatrix run --fault` in the guest
@@ -31,5 +34,9 @@ struct vm_options {
 // Returns the exit code (see cli/pinmatrix.cpp). Throws usage_error for bad
 // options before anything is written.
 int run_vm(const vm_options &opt);
+
+// `pinmatrix kernel build`: builds (or finds cached) and prints the dir.
+int build_kernel(const std::string &spec, const std::vector<std::filesystem::path> &patches,
+		 const std::filesystem::path &cache);
 
 } // namespace pinmatrix

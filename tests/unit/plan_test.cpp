@@ -86,3 +86,29 @@ TEST(Plan, UnknownCaseIsAUsageErrorNamingIt)
 		EXPECT_NE(std::string(e.what()).find("'Z'"), std::string::npos);
 	}
 }
+
+TEST(Plan, RestrictedPlacementCarriesCasesAToC)
+{
+	for (placement r : {placement::movable, placement::cma}) {
+		const auto &cases = pin_cases(r);
+		EXPECT_EQ(cases.size(), all_first_pins().size() * 2);
+		for (const auto &c : cases) {
+			if (c.id == "A" || c.id == "B" || c.id == "C") {
+				EXPECT_EQ(c.where, r) << c.id;
+			}
+			if (c.id == "D") {
+				EXPECT_EQ(c.where, placement::ordinary);
+			}
+		}
+	}
+	// A boot without movable or CMA memory has only the ordinary cases.
+	const auto &ordinary = pin_cases(placement::ordinary);
+	EXPECT_EQ(ordinary.size(), all_first_pins().size());
+	std::set<std::string> ids;
+	for (const auto &c : ordinary) {
+		EXPECT_EQ(c.where, placement::ordinary);
+		ids.insert(c.id);
+	}
+	EXPECT_TRUE(ids.count("D"));
+	EXPECT_FALSE(ids.count("A") || ids.count("B") || ids.count("C"));
+}

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "boot.hpp"
+
+#include <sstream>
+
+#include "sys_error.hpp"
+
+namespace pinmatrix {
+
+const std::vector<boot_placement> &boot_placements()
+{
+	// hugetlb_cma: on x86 the gigantic page is 1 GiB, so less reserves
+	// nothing; the guest needs RAM beyond it for the fill that pushes
+	// movable allocations into CMA (fallback once CMA holds more than half
+	// of the zone's free pages).
+	static const std::vector<boot_placement> table = {
+		{"ordinary", "", 1024, placement::ordinary, {}, "no movable zone, no CMA"},
+		{"movable", "movablecore=512M", 1024, placement::movable, {},
+		 "ZONE_MOVABLE of 512 MiB (stands in for CMA)"},
+		{"cma", "cma=256M", 1024, placement::cma, {"CONFIG_CMA"},
+		 "a 256 MiB CMA area (MIGRATE_CMA pageblocks)"},
+		{"hugetlb_cma", "hugetlb_cma=1G", 3072, placement::cma,
+		 {"CONFIG_CMA", "CONFIG_HUGETLB_PAGE"},
+		 "a 1 GiB hugetlb CMA area, as in the incident (hugetlb_cma=6G)"},
+	};
+	return table;
+}
+
+const boot_placement &find_boot_placement(std::string_view name)
+{
+	std::string known;
+	for (const auto &b : boot_placements()) {
+		if (name == b.name)
+			return b;
+		known += (known.empty() ? "" : ", ") + std::string(b.name);
+	}
+	throw usage_error("unknown placement '" + std::string(name) + "' (known: " + known + ")");
+}
+
+std::string kconfig_value(const std::string &config, const std::string &option)
+{
+	std::istringstream in(config);
+	const std::string prefix = option + "=";
+	for (std::string line; std::getline(in, line);)
+		if (line.rfind(prefix, 0) == 0)
+			return line.substr(prefix.size());
+	return "";
+}
+
+std::optional<std::string> unmet_kconfig(const boot_placement &b, const std::string &config,
+					 const std::string &release)
+{
+	for (const char *option : b.needs_kconfig) {
+		const auto v = kconfig_value(config, option);
+		if (v != "y" && v != "m")
+			return std::string(b.name) + ": " + option + " is not set in " + release;
+	}
+	return std::nullopt;
+}
+
+} // namespace pinmatrix

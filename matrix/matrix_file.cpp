@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "matrix_file.hpp"
+
+#include <map>
+#include <set>
+
+#include <toml++/toml.h>
+
+#include "boot.hpp"
+#include "sys_error.hpp"
+
+namespace pinmatrix {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class matrix_parser {
+public:
+	explicit matrix_parser(const fs::path &file) : file_(file), dir_(fs::absolute(file).parent_path()) {}
+
+	matrix_definition parse()
+	{
+		toml::table root;
+		try {
+			root = toml::parse_file(file_.string());
+		} catch (const toml::parse_error &e) {
+			throw usage_error(file_.string() + ":" + std::to_string(e.source().begin.line) + ": " +
+					  std::string(e.description()));
+		}
+		only_keys(root, {"kernels", "run"}, "the top level");
+		const auto *kernels = root["kernels"].as_table();
+		if (!kernels || kernels->empty())
+			fail(root, "no [kernels.<name>] table");
+		for (const auto &[name, node] : *kernels)
+			kernels_[std::string(name.str())] = kernel(std::string(name.str()), node);
+
+		const auto *runs = root["run"].as_array();
+		if (!runs || runs->empty())
+			fail(root, "no [[run]] entry");
+		matrix_definition def;
+		def.file = file_;
+		std::set<std::pair<std::string, std::string>> seen;
+		for (const auto &node : *runs) {
+			const auto *run = node.as_table();
+			if (!run)
+				fail(node, "[[run]] must be a table");
+			only_keys(*run, {"kernel", "placements", "cases"}, "[[run]]");
+			const std::string kname = string_at(*run, "kernel");
+			if (!kernels_.count(kname))
+				fail(*run, "kernel '" + kname + "' is not defined under [kernels]");
+			for (const auto &placement : strings_at(*run, "placements", true)) {
+				try {
+					find_boot_placement(placement);
+				} catch (const usage_error &e) {
+					fail(*run, e.what());
+				}
+				if (!seen.insert({kname, placement}).second)
+					fail(*run, "kernel '" + kname + "' with placement '" + placement +
+							   "' is listed twice");
+				def.groups.push_back({kernels_[kname], placement, strings_at(*run, "cases", false)});
+			}
+		}
+		return def;
+	}
+
+private:
+	[[noreturn]] void fail(const toml::node &where, const std::string &what) const
+	{
+		throw usage_error(file_.string() + ":" + std::to_string(where.source().begin.line) + ": " +
+				  what);
+	}
+
+	void only_keys(const toml::table &t, std::set<std::string> allowed, const std::string &in) const
+	{
+		for (const auto &[key, node] : t)
+			if (!allowed.count(std::string(key.str())))
+				fail(node, "unknown key '" + std::string(key.str()) + "' in " + in);
+	}
+
+	std::string string_at(const toml::table &t, const char *key) const
+	{
+		const auto *v = t[key].as_string();
+		if (!v)
+			fail(t, std::string("'") + key + "' must be a string");
+		return v->get();
+	}
+
+	std::vector<std::string> strings_at(const toml::table &t, const char *key, bool required) const
+	{
+		std::vector<std::string> out;
+		const auto *node = t.get(key);
+		if (!node) {
+			if (required)
+				fail(t, std::string("'") + key + "' is missing");
+			return out;
+		}
+		const auto *arr = node->as_array();
+		if (!arr || (required && arr->empty()))
+			fail(*node, std::string("'") + key + "' must be a non-empty list of strings");
+		for (const auto &e : *arr) {
+			if (!e.is_string())
+				fail(e, std::string("'") + key + "' must list strings");
+			out.push_back(e.as_string()->get());
+		}
+		return out;
+	}
+
+	fs::path relative_file(const toml::table &t, const char *key) const
+	{
+		fs::path p = string_at(t, key);
+		if (p.is_relative())
+			p = dir_ / p;
+		return p.lexically_normal();
+	}
+
+	matrix_kernel kernel(const std::string &name, const toml::node &node)
+	{
+		const auto *t = node.as_table();
+		if (!t)
+			fail(node, "[kernels." + name + "] must be a table");
+		matrix_kernel k;
+		k.name = name;
+		const std::string source = string_at(*t, "source");
+		if (source == "debian") {
+			only_keys(*t, {"source", "abi"}, "[kernels." + name + "]");
+			k.spec = t->contains("abi") ? "debian:" + string_at(*t, "abi") : "debian";
+		} else if (source == "build") {
+			only_keys(*t, {"source", "fragment", "patches"}, "[kernels." + name + "]");
+			const fs::path fragment = relative_file(*t, "fragment");
+			if (!fs::is_regular_file(fragment))
+				fail(*t, "fragment " + fragment.string() + " not found");
+			k.spec = "build:" + fragment.string();
+			for (const auto &p : strings_at(*t, "patches", false)) {
+				fs::path patch = fs::path(p).is_relative() ? dir_ / p : fs::path(p);
+				if (!fs::is_regular_file(patch))
+					fail(*t, "patch " + patch.string() + " not found");
+				k.patches.push_back(patch.lexically_normal());
+			}
+		} else if (source == "image") {
+			only_keys(*t, {"source", "dir"}, "[kernels." + name + "]");
+			k.spec = "image:" + relative_file(*t, "dir").string();
+		} else {
+			fail(*t, "source '" + source + "' of kernel '" + name +
+					 "': expected debian, build or image");
+		}
+		return k;
+	}
+
+	fs::path file_;
+	fs::path dir_;
+	std::map<std::string, matrix_kernel> kernels_;
+};
+
+} // namespace
+
+matrix_definition load_matrix(const fs::path &file)
+{
+	if (!fs::is_regular_file(file))
+		throw usage_error("matrix file " + file.string() + " not found");
+	return matrix_parser(file).parse();
+}
+
+} // namespace pinmatrix

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+// Matrix files and boot placements: what the file says is what runs, and a
+// bad file is refused with its line before anything boots.
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "boot.hpp"
+#include "matrix_file.hpp"
+#include "sys_error.hpp"
+
+using namespace pinmatrix;
+namespace fs = std::filesystem;
+
+namespace {
+
+class MatrixFile : public ::testing::Test {
+protected:
+	fs::path dir = fs::temp_directory_path() / ("pm-matrix-" + std::to_string(getpid()));
+	void SetUp() override { fs::create_directories(dir); }
+	void TearDown() override { fs::remove_all(dir); }
+
+	fs::path write(const std::string &name, const std::string &text)
+	{
+		std::ofstream(dir / name) << text;
+		return dir / name;
+	}
+
+	// The usage_error's message, or "" when the file loaded.
+	std::string error_of(const std::string &text)
+	{
+		try {
+			load_matrix(write("m.toml", text));
+		} catch (const usage_error &e) {
+			return e.what();
+		}
+		return "";
+	}
+};
+
+} // namespace
+
+TEST_F(MatrixFile, DefaultMatrixCoversEveryPlacementOnBothKernels)
+{
+	const auto def = load_matrix(fs::path(PINMATRIX_SOURCE_DIR) / "matrix/default.toml");
+	std::set<std::pair<std::string, std::string>> groups;
+	for (const auto &g : def.groups)
+		groups.insert({g.kernel.name, g.placement});
+	for (const char *k : {"debian", "cma"})
+		for (const auto &b : boot_placements())
+			EXPECT_TRUE(groups.count({k, b.name})) << k << " " << b.name;
+	for (const auto &g : def.groups) {
+		if (g.kernel.name == "cma") {
+			EXPECT_EQ(g.kernel.spec.rfind("build:", 0), 0u);
+			EXPECT_TRUE(fs::exists(g.kernel.spec.substr(6))) << g.kernel.spec;
+		}
+	}
+}
+
+TEST_F(MatrixFile, RelativePathsAreRelativeToTheFile)
+{
+	write("frag.config", "CONFIG_CMA=y\n");
+	write("fix.patch", "--- a\n+++ b\n");
+	const auto def = load_matrix(write("m.toml", R"(
+[kernels.k]
+source = "build"
+fragment = "frag.config"
+patches = ["fix.patch"]
+[[run]]
+kernel = "k"
+placements = ["cma"]
+cases = ["A", "B"]
+)"));
+	ASSERT_EQ(def.groups.size(), 1u);
+	EXPECT_EQ(def.groups[0].kernel.spec, "build:" + (dir / "frag.config").string());
+	ASSERT_EQ(def.groups[0].kernel.patches.size(), 1u);
+	EXPECT_EQ(def.groups[0].kernel.patches[0], dir / "fix.patch");
+	EXPECT_EQ(def.groups[0].cases, (std::vector<std::string>{"A", "B"}));
+}
+
+TEST_F(MatrixFile, BadFilesNameTheLineAndTheProblem)
+{
+	const std::string head = "[kernels.k]\nsource = \"debian\"\n";
+	struct {
+		std::string text;
+		std::string says;
+	} bad[] = {
+		{"[kernels.k\n", "m.toml:1:"},
+		{head, "no [[run]] entry"},
+		{"[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\n", "no [kernels.<name>]"},
+		{head + "[[run]]\nkernel = \"nope\"\nplacements = [\"movable\"]\n", ":3: kernel 'nope' is not defined"},
+		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"moveable\"]\n", "unknown placement 'moveable'"},
+		{head + "[[run]]\nkernel = \"k\"\nplacements = []\n", "non-empty list"},
+		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"movable\", \"movable\"]\n", "listed twice"},
+		{head + "[[run]]\nkernel = \"k\"\nplacement = [\"movable\"]\n", "unknown key 'placement'"},
+		{"[kernels.k]\nsource = \"fedora\"\n[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\n", "expected debian, build or image"},
+		{"[kernels.k]\nsource = \"build\"\nfragment = \"missing.config\"\n[[run]]\nkernel = \"k\"\nplacements = [\"cma\"]\n", "not found"},
+	};
+	for (const auto &b : bad) {
+		const auto err = error_of(b.text);
+		EXPECT_NE(err.find(b.says), std::string::npos) << b.text << "\n-> " << err;
+	}
+	EXPECT_THROW(load_matrix(dir / "absent.toml"), usage_error);
+}
+
+TEST(BootPlacement, KconfigNeedsDecideSkipWithTheReason)
+{
+	const std::string stock = "CONFIG_MIGRATION=y\n# CONFIG_CMA is not set\nCONFIG_HUGETLB_PAGE=y\n";
+	const std::string built = "CONFIG_CMA=y\nCONFIG_HUGETLB_PAGE=y\nCONFIG_RDMA_RXE=m\n";
+	EXPECT_EQ(kconfig_value(built, "CONFIG_RDMA_RXE"), "m");
+	EXPECT_EQ(kconfig_value(stock, "CONFIG_CMA"), "");
+	EXPECT_EQ(unmet_kconfig(find_boot_placement("cma"), stock, "6.1.0-57-amd64"),
+		  "cma: CONFIG_CMA is not set in 6.1.0-57-amd64");
+	EXPECT_FALSE(unmet_kconfig(find_boot_placement("cma"), built, "x").has_value());
+	EXPECT_FALSE(unmet_kconfig(find_boot_placement("movable"), stock, "x").has_value());
+	EXPECT_TRUE(unmet_kconfig(find_boot_placement("hugetlb_cma"), stock, "x").has_value());
+	EXPECT_THROW(find_boot_placement("zone_movable"), usage_error);
+}
+
+TEST(BootPlacement, EachRestrictedPlacementHasAKernelParameter)
+{
+	for (const auto &b : boot_placements()) {
+		if (b.restricted == placement::ordinary)
+			EXPECT_STREQ(b.append, "") << b.name;
+		else
+			EXPECT_GT(std::string(b.append).size(), 0u) << b.name;
+	}
+	// A 1 GiB gigantic page needs RAM beyond it.
+	EXPECT_GT(find_boot_placement("hugetlb_cma").memory_mib, 2048u);
+}

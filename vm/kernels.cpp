@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "kernels.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <regex>
+
+#include "kernel_info.hpp"
+#include "sys_error.hpp"
+#include "unique_fd.hpp"
+
+namespace pinmatrix {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path source_dir = PINMATRIX_SOURCE_DIR;
+
+[[noreturn]] void exec_or_die(const std::vector<std::string> &argv)
+{
+	std::vector<char *> args;
+	for (const auto &a : argv)
+		args.push_back(const_cast<char *>(a.c_str()));
+	args.push_back(nullptr);
+	execvp(args[0], args.data());
+	_exit(127);
+}
+
+std::string trimmed(std::string s)
+{
+	while (!s.empty() && isspace(static_cast<unsigned char>(s.back())))
+		s.pop_back();
+	return s;
+}
+
+std::string content_hash(const std::string &text)
+{
+	char hash[32];
+	std::snprintf(hash, sizeof(hash), "%016zx", std::hash<std::string>{}(text));
+	return hash;
+}
+
+} // namespace
+
+std::pair<int, std::string> run_capture(const std::vector<std::string> &argv)
+{
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC))
+		throw last_sys_error("pipe2");
+	unique_fd rd(pipefd[0]), wr(pipefd[1]);
+	pid_t pid = fork();
+	if (pid < 0)
+		throw last_sys_error("fork");
+	if (pid == 0) {
+		dup2(wr.get(), STDOUT_FILENO);
+		exec_or_die(argv);
+	}
+	wr.reset();
+	std::string out;
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(rd.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0)
+			out.append(buf, size_t(n));
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), trimmed(out)};
+}
+
+kernel_spec parse_kernel_spec(const std::string &text)
+{
+	kernel_spec k;
+	k.name = text;
+	const auto colon = text.find(':');
+	k.source = text.substr(0, colon);
+	const std::string arg = colon == std::string::npos ? "" : text.substr(colon + 1);
+	if (k.source == "debian") {
+		k.abi = arg.empty() ? PINMATRIX_DEFAULT_KERNEL : arg;
+		if (!std::regex_match(k.abi, std::regex("[0-9][0-9a-z.+~-]*")))
+			throw usage_error("kernel '" + text + "': not a Debian kernel ABI name");
+	} else if (k.source == "build") {
+		k.fragment = arg.empty() ? source_dir / "vm/kconfig/pinmatrix.config" : fs::path(arg);
+		if (!fs::is_regular_file(k.fragment))
+			throw usage_error("kernel '" + text + "': no Kconfig fragment at " + k.fragment.string());
+	} else if (k.source == "image") {
+		k.image_dir = arg;
+		std::string missing;
+		for (const char *f : {"release", "config", "modules", "build"})
+			if (!fs::exists(k.image_dir / f))
+				missing += std::string(missing.empty() ? "" : ", ") + f;
+		if (!fs::exists(k.image_dir / "vmlinux") && !fs::exists(k.image_dir / "vmlinuz"))
+			missing += std::string(missing.empty() ? "" : ", ") + "vmlinux or vmlinuz";
+		if (arg.empty() || !missing.empty())
+			throw usage_error("kernel '" + text + "': an image dir needs " +
+					  (missing.empty() ? std::string("a path") : missing));
+	} else {
+		throw usage_error("kernel '" + text +
+				  "': expected debian[:ABI], build[:FRAGMENT] or image:DIR");
+	}
+	return k;
+}
+
+std::string guest_kernel::describe() const
+{
+	std::string d = spec.source + " " + release;
+	if (!spec.patches.empty())
+		d += " (+" + std::to_string(spec.patches.size()) + " patches)";
+	return d;
+}
+
+guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
+{
+	guest_kernel k;
+	k.spec = spec;
+	if (spec.source == "image") {
+		k.dir = fs::absolute(spec.image_dir);
+	} else {
+		std::vector<std::string> argv;
+		if (spec.source == "debian") {
+			argv = {(source_dir / "vm/kernel-debian.sh").string(), spec.abi, cache.string()};
+		} else {
+			argv = {(source_dir / "vm/kernel-build.sh").string()};
+			for (const auto &p : spec.patches) {
+				if (!fs::is_regular_file(p))
+					throw usage_error("patch " + p.string() + " not found");
+				argv.insert(argv.end(), {"--patch", fs::absolute(p).string()});
+			}
+			argv.insert(argv.end(), {fs::absolute(spec.fragment).string(), cache.string()});
+		}
+		auto [rc, dir] = run_capture(argv);
+		if (rc)
+			throw unmet_need("cannot get kernel '" + spec.name + "' (" +
+					 fs::path(argv[0]).filename().string() + " exit " + std::to_string(rc) + ")");
+		k.dir = dir;
+	}
+	k.release = trimmed(read_text_file((k.dir / "release").string()));
+	k.config = read_text_file((k.dir / "config").string());
+	k.image = fs::exists(k.dir / "vmlinux") ? k.dir / "vmlinux" : k.dir / "vmlinuz";
+	k.kdir = spec.source == "debian" ? fs::path("/usr/src/linux-headers-" + spec.abi) : k.dir / "build";
+	if (k.release.empty())
+		throw unmet_need("kernel '" + spec.name + "': no release in " + k.dir.string());
+	return k;
+}
+
+fs::path prepare_modules(const guest_kernel &k, const fs::path &cache)
+{
+	if (!fs::exists(k.kdir / "Makefile"))
+		throw unmet_need("no build tree for " + k.release + " at " + k.kdir.string() +
+				 (k.spec.source == "debian" ? " (apt-get install linux-headers-" + k.spec.abi + ")"
+							    : std::string()));
+	std::string sources;
+	for (const auto &e : fs::recursive_directory_iterator(source_dir / "kmod"))
+		if (e.is_regular_file() && (e.path().extension() == ".c" || e.path().extension() == ".h" ||
+					    e.path().filename() == "Kbuild"))
+			sources += e.path().string() + read_text_file(e.path().string());
+	const fs::path out = cache / "modules" / (k.dir.filename().string() + "-" + content_hash(sources));
+	if (fs::exists(out / ".complete"))
+		return out;
+	auto [rc, ignored] = run_capture({(source_dir / "vm/build-modules.sh").string(), k.kdir.string(),
+					  out.string()});
+	if (rc)
+		throw unmet_need("the test modules do not build against " + k.release +
+				 " (vm/build-modules.sh exit " + std::to_string(rc) + ")");
+	unique_fd done(::open((out / ".complete").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+	return out;
+}
+
+fs::path prepare_initramfs(const guest_kernel &k, const fs::path &cache)
+{
+	// Keyed by what goes into it, so an edited init script rebuilds it.
+	const std::string key = read_text_file((source_dir / "vm/guest/init").string()) +
+				read_text_file((source_dir / "vm/mkinitramfs.sh").string()) +
+				k.dir.string() + k.release;
+	fs::path out = cache / "initramfs" / (k.release + "-" + content_hash(key) + ".cpio.gz");
+	if (fs::exists(out))
+		return out;
+	fs::create_directories(out.parent_path());
+	auto [rc, ignored] = run_capture({(source_dir / "vm/mkinitramfs.sh").string(), k.dir.string(),
+					  out.string()});
+	if (rc)
+		throw unmet_need("cannot build the initramfs for " + k.release +
+				 " (vm/mkinitramfs.sh exit " + std::to_string(rc) + ")");
+	return out;
+}
+
+} // namespace pinmatrix

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// Guest kernels as a matrix dimension: Debian's stock package (by ABI), a
+// cached build from Debian's linux-source with a Kconfig fragment (and
+// optional patches), or a user-supplied image. Each ends as one directory
+// in the cache: vmlinux and/or vmlinuz, release, config, modules/, and a
+// build tree to compile the test modules against.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace pinmatrix {
+
+struct kernel_spec {
+	std::string name;		// as the user named it
+	std::string source;		// "debian" | "build" | "image"
+	std::string abi;		// debian
+	std::filesystem::path fragment;	// build
+	std::vector<std::filesystem::path> patches;	// build
+	std::filesystem::path image_dir;	// image
+};
+
+// "debian" (the default ABI), "debian:<ABI>", "build:<fragment>", "image:<dir>".
+// Throws usage_error.
+kernel_spec parse_kernel_spec(const std::string &text);
+
+struct guest_kernel {
+	kernel_spec spec;
+	std::filesystem::path dir;
+	std::string release;
+	std::filesystem::path image;	// vmlinux (PVH, fast under TCG) or vmlinuz
+	std::filesystem::path kdir;	// build tree for out-of-tree modules
+	std::string config;		// .config text
+	std::string describe() const;	// "debian 6.1.0-57-amd64", "build <hash> (+2 patches)"
+};
+
+// Downloads or builds as needed (cached), with progress on stderr.
+// Throws unmet_need when it cannot be had here.
+guest_kernel prepare_kernel(const kernel_spec &spec, const std::filesystem::path &cache);
+
+// The project's modules built for this kernel (cached by source content);
+// returns the directory holding <name>/<name>.ko.
+std::filesystem::path prepare_modules(const guest_kernel &k, const std::filesystem::path &cache);
+
+std::filesystem::path prepare_initramfs(const guest_kernel &k, const std::filesystem::path &cache);
+
+// Runs argv, returns (exit status, stdout); stderr passes through.
+std::pair<int, std::string> run_capture(const std::vector<std::string> &argv);
+
+} // namespace pinmatrix
