@@ -52,9 +52,11 @@ std::string placement_hint(placement p)
 
 } // namespace
 
-observation run_pin_case(const case_def &c, const pin_module &module, const verbs_device &dev,
+observation run_pin_case(const case_def &c, const pin_module &module, second_pinner &second,
 			 size_t find_budget_bytes)
 {
+	if (traits(c.first).allocates)
+		return run_pinner_alloc_case(c, module, second);
 	const size_t ps = page_size();
 	auto found = find_page(module, c.where, find_budget_bytes);
 	if (!found)
@@ -74,59 +76,33 @@ observation run_pin_case(const case_def &c, const pin_module &module, const verb
 	obs.before = state();
 
 	first_pin_holder first;
-	if (int ret = first_pin_holder::try_take(c.first, module, addr, ps, first)) {
+	if (int ret = first_pin_holder::try_take(c.first, module, addr, ps, first, &obs.first_pin_detail)) {
 		obs.first_pin_errno = -ret;
 		return obs;
 	}
 	obs.first_pin_pfns = first.pfns();
+	obs.first_pinner = first.pinner();
+	obs.longterm_by_version = first.longterm_by_version();
 	obs.after_first_pin = state();
 
-	registration reg = register_memory(dev, addr, ps);
+	second_pin_result reg = second.take(addr, ps);
 	obs.registration_errno = reg.err;
 	obs.latency_ns = reg.latency_ns;
 	obs.after_registration = state();
+	obs.readback_method = second.readback_method();
 
-	if (reg.mr) {
-		// The device writes through its translation; the CPU reads through
-		// its page tables. After a migration both must name the new page.
-		mapping source = populated_pages(ps);
-		fill_pattern(source.data(), ps, seed + 1);
-		registration src = register_memory(dev, source.data(), ps);
-		if (!src.mr) {
-			obs.rdma_write_readback = false;
-			obs.rdma_detail = "source registration " + errno_name(src.err);
-			return obs;
-		}
-		try {
-			auto qp = loopback_qp::create(dev);
-			int ret = qp.rdma_write(src.mr.get(), source.data(), ps, page.addr(),
-						reg.mr->rkey, std::chrono::seconds(5));
-			if (ret) {
-				obs.rdma_write_readback = false;
-				obs.rdma_detail = "RDMA WRITE " + errno_name(-ret);
-				if (ret == -EIO)
-					obs.rdma_detail += std::string(", ") +
-							   ibv_wc_status_str(ibv_wc_status(qp.last_wc_status()));
-			} else {
-				bool same = !std::memcmp(page.data(), source.data(), ps);
-				obs.rdma_write_readback = same;
-				obs.rdma_detail = same ? "4096 bytes written by the device, read back by the CPU"
-						       : "CPU read differs from what the device wrote";
-			}
-		} catch (const std::exception &e) {
-			obs.rdma_write_readback = false;
-			obs.rdma_detail = e.what();
-		}
+	if (!reg.err) {
+		second.readback(addr, ps, seed + 1, obs.rdma_write_readback, obs.rdma_detail);
 		return obs;
 	}
-
 	// The failed registration must leave the page as it was, and must
 	// succeed once the first pin is gone.
 	obs.content_intact = !std::memcmp(page.data(), written.data(), ps);
 	first.release();
-	registration again = register_memory(dev, addr, ps);
+	second_pin_result again = second.take(addr, ps);
 	obs.recovery = recovery_record{again.err, again.latency_ns,
 				       module.probe_one(page.addr()).pfn};
+	second.release();
 	return obs;
 }
 

@@ -12,15 +12,20 @@
 #include "pin_module.hpp"
 #include "placement.hpp"
 #include "plan.hpp"
-#include "verbs.hpp"
+#include "second_pin.hpp"
 #include "verdict.hpp"
 
 namespace pinmatrix {
 
 // Throws unmet_need when no page in the placement was found within
 // find_budget_bytes (the kernel has no such memory: a SKIP).
-observation run_pin_case(const case_def &c, const pin_module &module, const verbs_device &dev,
+// The second pin is `second` (ibv_reg_mr or io_uring, cases/second_pin.hpp).
+observation run_pin_case(const case_def &c, const pin_module &module, second_pinner &second,
 			 size_t find_budget_bytes);
+
+// A first pinner that allocates its own page (cudaHostAlloc): the page is
+// where the driver put it, then the same steps (cases/pinner_alloc_case.cpp).
+observation run_pinner_alloc_case(const case_def &c, const pin_module &module, second_pinner &second);
 
 page_state describe(const pinmatrix_page &page, const std::vector<cma_area> &areas = {});
 

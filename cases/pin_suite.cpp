@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include "case_telemetry.hpp"
+#include "gpu_pin.hpp"
 #include "pin_case.hpp"
 #include "placement.hpp"
 #include "results.hpp"
@@ -23,7 +25,7 @@ public:
 	std::vector<planned_case> cases() const override
 	{
 		std::vector<planned_case> out;
-		for (const auto &c : pin_cases(opt_.restricted))
+		for (const auto &c : pin_cases(opt_.restricted, plan()))
 			out.push_back({c.id, c.name});
 		return out;
 	}
@@ -31,8 +33,9 @@ public:
 	std::string describe(const planned_case &pc) const override
 	{
 		const auto &c = def(pc);
-		return std::string(pinmatrix::name(c.where)) + ", first pin " + traits(c.first).label +
-		       ", then " + c.second_pin + ": expect " + expect(c.where, c.first).summary();
+		const auto &t = traits(c.first);
+		return std::string(t.allocates ? "the driver's page" : pinmatrix::name(c.where)) + ", first pin " +
+		       t.label + ", then " + c.second_pin + ": expect " + expect(c.where, c.first).summary();
 	}
 
 	std::optional<std::string> preflight(json &doc) override
@@ -43,13 +46,18 @@ public:
 			doc["module"] = {{"abi_version", info.abi_version},
 					 {"migratetype_method", mt_method_name(info.mt_method)},
 					 {"max_pinned_pages", info.max_pinned_pages}};
-			auto dev = verbs_device::open(opt_.device);
-			doc["rdma_device"] = dev.name();
+			auto second = open_second_pinner(opt_.second_pin, opt_.device);
+			if (!second->device().empty())
+				doc["rdma_device"] = second->device();
+			doc["first_pin_source"] = opt_.first_pin_source;
+			doc["second_pin"] = opt_.second_pin;
+			record_first_pinners(doc);
 			doc["restricted_placement"] = pinmatrix::name(opt_.restricted);
 			json areas = json::array();
 			for (const auto &a : read_cma_areas())
 				areas.push_back({{"name", a.name}, {"base_pfn", a.base_pfn}, {"count", a.count}});
 			doc["cma_areas"] = areas;
+			run_trace_session(doc);
 			return std::nullopt;
 		} catch (const unmet_need &e) {
 			module_.reset();
@@ -80,14 +88,19 @@ public:
 		if (def(pc).where != placement::ordinary && !opt_.restricted_present)
 			throw unmet_need("this boot has no ZONE_MOVABLE and no CMA (boot with movablecore= or cma=)");
 		auto module = pin_module::open();
-		auto dev = verbs_device::open(opt_.device);
-		return {{"observation",
-			 to_json(run_pin_case(def(pc), module, dev, opt_.find_budget_mib << 20))}};
+		auto second = open_second_pinner(opt_.second_pin, opt_.device);
+		// Telemetry and the kernel trace of every registration (case_telemetry.hpp).
+		case_telemetry telemetry(&module);
+		json obs = to_json(run_pin_case(def(pc), module, *second, opt_.find_budget_mib << 20));
+		obs.update(telemetry.finish());
+		return {{"observation", obs}};
 	}
 
 	json judge(const planned_case &pc, const json &observation) override
 	{
-		return to_json(pinmatrix::judge(def(pc), observation_from_json(observation)));
+		json r = to_json(pinmatrix::judge(def(pc), observation_from_json(observation)));
+		attach_telemetry(r, observation);
+		return r;
 	}
 
 	json not_run(const planned_case &pc, verdict v, const std::string &reason) override
@@ -95,16 +108,47 @@ public:
 		return to_json(pinmatrix::not_run(def(pc), v, reason));
 	}
 
-	void finish(json &) override
+	void finish(json &doc) override
 	{
 		pressure_ = {};
 		module_.reset();
+		end_run_trace_session(doc);
 	}
 
 private:
+	plan_options plan() const { return {opt_.first_pin_source, opt_.second_pin}; }
+
+	// The GPU driver behind the source's pins, as found here: a missing one
+	// is no reason to skip the cases that do not need it (those that do
+	// SKIP on their own).
+	void record_first_pinners(json &doc) const
+	{
+		if (opt_.first_pin_source != "cuda" && opt_.first_pin_source != "hip")
+			return;
+		json drivers = json::array();
+		for (gpu_api api : {gpu_api::cuda_register, gpu_api::cudart_register, gpu_api::hip_register}) {
+			if ((api == gpu_api::hip_register) != (opt_.first_pin_source == "hip"))
+				continue;
+			try {
+				auto info = load_gpu_driver(api);
+				json d = {{"library", info.library}, {"family", info.family},
+					  {"version", info.version}, {"test_double", info.test_double},
+					  {"describe", info.describe()}};
+				if (info.test_double)
+					d["double_contract"] = info.double_contract;
+				if (info.longterm_by_version)
+					d["longterm_by_version"] = *info.longterm_by_version;
+				drivers.push_back(d);
+			} catch (const unmet_need &e) {
+				drivers.push_back({{"missing", e.what()}});
+			}
+		}
+		doc["gpu_drivers"] = drivers;
+	}
+
 	const case_def &def(const planned_case &pc) const
 	{
-		for (const auto &c : pin_cases(opt_.restricted))
+		for (const auto &c : pin_cases(opt_.restricted, plan()))
 			if (c.id == pc.id)
 				return c;
 		throw std::logic_error("not a pin case: " + pc.id);

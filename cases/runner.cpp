@@ -20,6 +20,7 @@
 #include "kernel_info.hpp"
 #include "pin_module.hpp"
 #include "placement.hpp"
+#include "plan.hpp"
 #include "reports.hpp"
 #include "results.hpp"
 #include "suite.hpp"
@@ -209,6 +210,9 @@ fault_plan parse_fault(const std::string &spec)
 int run_matrix(const run_options &opt)
 {
 	suite_options so{opt.device, opt.find_budget_mib, restricted_placement(opt.placement)};
+	so.first_pin_source = opt.first_pin;
+	so.second_pin = opt.second_pin;
+	check(plan_options{opt.first_pin, opt.second_pin});
 	// "auto" on a boot with neither: plan A-C on ZONE_MOVABLE, they SKIP.
 	if (opt.placement == "auto" && so.restricted == placement::ordinary) {
 		so.restricted = placement::movable;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "pin_suite.hpp"
+#include "registration_suite.hpp"
 #include "sys_error.hpp"
 #include "ualink/ualink_suite.hpp"
 
@@ -14,6 +15,7 @@ std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt)
 	std::vector<std::unique_ptr<suite>> all;
 	all.push_back(make_pin_suite(opt));
 	all.push_back(make_ualink_suite(opt));
+	all.push_back(make_registration_suite(opt));
 	return all;
 }
 

@@ -30,6 +30,9 @@ struct suite_options {
 	placement restricted = placement::movable;
 	// False when this boot has no such memory at all: those cases SKIP.
 	bool restricted_present = true;
+	// --first-pin SOURCE, --second-pin NAME (matrix/plan.hpp).
+	std::string first_pin_source = "module";
+	std::string second_pin = "ibv_reg_mr";
 };
 
 class suite {

@@ -13,8 +13,10 @@
 #include "runner.hpp"
 #include "suite.hpp"
 #include "sys_error.hpp"
+#include "explain.hpp"
 #include "launcher.hpp"
 #include "reports.hpp"
+#include "fleet.hpp"
 
 using namespace pinmatrix;
 
@@ -22,9 +24,9 @@ namespace {
 
 constexpr int exit_usage = 2;
 
-void print_cases()
+void print_cases(const suite_options &opt)
 {
-	for (const auto &s : make_suites({})) {
+	for (const auto &s : make_suites(opt)) {
 		std::cout << "suite " << s->name() << ":\n";
 		for (const auto &c : s->cases()) {
 			std::string id = c.id + (c.id == c.name ? "" : " (" + c.name + ")");
@@ -43,6 +45,11 @@ int main(int argc, char **argv)
 	app.set_version_flag("--version", PINMATRIX_VERSION);
 
 	auto *cases_cmd = app.add_subcommand("cases", "List the plan: every case and its expected outcome");
+	suite_options cases_opt;
+	cases_cmd->add_option("--first-pin", cases_opt.first_pin_source, "module | io_uring | cuda | hip")
+		->capture_default_str();
+	cases_cmd->add_option("--second-pin", cases_opt.second_pin, "ibv_reg_mr | io_uring")
+		->capture_default_str();
 
 	run_options run;
 	auto *run_cmd = app.add_subcommand("run", "Run the matrix here (in a guest, or on a real node)");
@@ -60,6 +67,13 @@ int main(int argc, char **argv)
 			    "Restricted memory of this boot for cases A-C: auto, movable, cma, ordinary")
 		->capture_default_str();
 	run_cmd->add_option("--fault", run.fault, "Fault injection: panic-at=CASE | hang-at=CASE");
+	run_cmd->add_option("--first-pin", run.first_pin,
+			    "Who takes the first pins: module (its contracts), io_uring (fixed buffers), "
+			    "cuda (cuMemHostRegister, cudaHostRegister, cudaHostAlloc), hip (hipHostRegister)")
+		->capture_default_str();
+	run_cmd->add_option("--second-pin", run.second_pin,
+			    "The long-term second pin: ibv_reg_mr (an RDMA device) or io_uring (no device)")
+		->capture_default_str();
 
 	vm_options vm;
 	auto *vm_cmd = app.add_subcommand("vm", "Boot a QEMU guest (TCG) and run the matrix inside it");
@@ -89,6 +103,20 @@ int main(int argc, char **argv)
 		->capture_default_str();
 	vm_cmd->add_option("--cache", vm.cache, "Cache for kernels, modules and initramfs")
 		->capture_default_str();
+	vm_cmd->add_flag("--bench", vm.bench,
+			 "After the cases, run pinmatrix_bench in the guest: OUT/bench.json (default timeout 3600 s)");
+	vm_cmd->add_option("--bench-args", vm.bench_args,
+			   "More pinmatrix_bench arguments, e.g. '--benchmark_filter=reg_mr --benchmark_min_time=0.1'");
+	vm_cmd->add_option("--first-pin", vm.first_pin, "Passed to `pinmatrix run` in the guest")
+		->capture_default_str();
+	vm_cmd->add_option("--second-pin", vm.second_pin, "Passed to `pinmatrix run` in the guest")
+		->capture_default_str();
+	vm_cmd->add_option("--ssh-port", vm.ssh_port,
+			   "Forward 127.0.0.1:PORT to sshd in the guest (QEMU user networking); the guest "
+			   "waits for DIR/guest/stop after its --guest-cmd")
+		->check(CLI::Range(1024, 65535));
+	vm_cmd->add_option("--ssh-key", vm.ssh_key, "Public key the guest's sshd accepts for root (with --ssh-port)")
+		->check(CLI::ExistingFile);
 
 	std::string kernel_spec = "build";
 	std::vector<std::filesystem::path> kernel_patches;
@@ -111,6 +139,41 @@ int main(int argc, char **argv)
 	report_cmd->add_option("dir", report_dir, "Run directory (or its results.json)");
 	report_cmd->add_option("--compare", report_compare, "OLD NEW: run directories or results.json files")
 		->expected(2);
+	std::optional<double> report_bench_threshold;
+	report_cmd->add_option("--bench-threshold", report_bench_threshold,
+			       "With --compare: exit 1 when a benchmark's median is slower by more than PCT percent "
+			       "(without it, benchmarks are informational)");
+	std::vector<std::filesystem::path> report_fleet;
+	std::filesystem::path report_out;
+	report_cmd->add_option("--fleet", report_fleet,
+			       "NODE_DIR...: one node x case report from each node's status.json, facts.json "
+			       "and results.json (ansible/roles/collect)")
+		->expected(1, -1);
+	report_cmd->add_option("--out", report_out, "With --fleet: where the fleet report goes");
+
+	// `explain -- CMD ARGS...`: what follows "--" is the command, not ours.
+	explain_options explain_opt;
+	int explain_argc = argc;
+	if (argc > 1 && std::string(argv[1]) == "explain")
+		for (int i = 2; i < argc; i++)
+			if (std::string(argv[i]) == "--") {
+				explain_opt.command.assign(argv + i + 1, argv + argc);
+				explain_argc = i;
+				if (explain_opt.command.empty()) {
+					std::cerr << "pinmatrix: explain --: no command given\n";
+					return exit_usage;
+				}
+				break;
+			}
+	int explain_pid = 0;
+	auto *explain_cmd = app.add_subcommand(
+		"explain", "Where the pages of PID's RANGE live, its memlock state and what an ENOMEM from "
+			   "registering them would mean; or, with -- CMD ARGS, run CMD and explain its failed "
+			   "registrations (exits with CMD's status)");
+	explain_cmd->add_option("pid", explain_pid, "Process id");
+	explain_cmd->add_option("range", explain_opt.range,
+				"START-END (hex), START+LENGTH (bytes, K, M, G) or START (one page)");
+	explain_cmd->add_flag("--json", explain_opt.json, "JSON instead of text");
 
 	if (argc > 1 && argv[1][0] != '-') {
 		bool known = false;
@@ -118,29 +181,43 @@ int main(int argc, char **argv)
 			known |= sub->get_name() == argv[1];
 		if (!known) {
 			std::cerr << "pinmatrix: unknown command '" << argv[1]
-				  << "' (commands: cases, run, vm, kernel, report; see --help)\n";
+				  << "' (commands: cases, run, vm, kernel, report, explain; see --help)\n";
 			return exit_usage;
 		}
 	}
 	try {
-		app.parse(argc, argv);
+		app.parse(explain_argc, argv);
 	} catch (const CLI::ParseError &e) {
 		return app.exit(e) ? exit_usage : 0;
 	}
 
 	try {
 		if (*cases_cmd) {
-			print_cases();
+			check(plan_options{cases_opt.first_pin_source, cases_opt.second_pin});
+			print_cases(cases_opt);
 			return 0;
 		}
 		if (*run_cmd)
 			return run_matrix(run);
-		if (*vm_cmd)
+		if (*vm_cmd) {
+			if (vm.bench && !vm_cmd->count("--timeout"))
+				vm.timeout_s = 3600;
 			return run_vm(vm);
+		}
 		if (*kernel_build)
 			return build_kernel(kernel_spec, kernel_patches, kernel_cache);
+		if (*report_cmd && !report_fleet.empty()) {
+			if (!report_dir.empty() || !report_compare.empty())
+				throw usage_error("report --fleet excludes a run directory and --compare");
+			return fleet_report_command(report_fleet, report_out);
+		}
 		if (*report_cmd)
-			return report_command(report_dir, report_compare);
+			return report_command(report_dir, report_compare, report_bench_threshold);
+		if (*explain_cmd) {
+			if (explain_cmd->count("pid"))
+				explain_opt.pid = explain_pid;
+			return explain(explain_opt, std::cout);
+		}
 	} catch (const usage_error &e) {
 		std::cerr << "pinmatrix: " << e.what() << '\n';
 		return exit_usage;

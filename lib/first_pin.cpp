@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "first_pin.hpp"
 
+#include "gpu_pin.hpp"
+#include "io_uring_pin.hpp"
 #include "mapping.hpp"
 
 #include <sys/mman.h>
@@ -13,6 +15,11 @@ namespace pinmatrix {
 
 namespace {
 
+struct first_pin_holder_facts {
+	std::string pinner;
+	std::optional<bool> longterm_by_version;
+};
+
 const std::vector<first_pin_traits> table = {
 	{first_pin::none, "none", "none", false, false, "resident: physical backing right now"},
 	{first_pin::mlock, "mlock", "mlock()", false, false, "not paged out, may still migrate"},
@@ -22,11 +29,62 @@ const std::vector<first_pin_traits> table = {
 	 "accounted device-DMA pin: page stays put (R525/R535 NVIDIA host pin)"},
 	{first_pin::foll_pin_longterm, "foll-pin-longterm", "FOLL_PIN|LONGTERM", true, true,
 	 "DMA pin with placement validated (R555 NVIDIA host pin on x86)"},
+	// Real pinners. io_uring's contract is the kernel's own (FOLL_LONGTERM);
+	// a GPU driver's is observed at its pin (first_pin_traits).
+	{first_pin::io_uring, "io-uring", "io_uring fixed buffer", true, true,
+	 "IORING_REGISTER_BUFFERS: kernel FOLL_PIN|FOLL_LONGTERM", "io_uring"},
+	{first_pin::cuda_register, "cuda-register", "cuMemHostRegister", true, false,
+	 "CUDA driver host pin: FOLL_PIN (R535) or FOLL_PIN|LONGTERM (R555), observed", "cuda", true},
+	{first_pin::cudart_register, "cudart-register", "cudaHostRegister", true, false,
+	 "CUDA runtime host pin: as cuMemHostRegister, observed", "cuda", true},
+	{first_pin::cudart_host_alloc, "cudart-host-alloc", "cudaHostAlloc", true, false,
+	 "pinned memory the CUDA driver allocates: placement and contract observed", "cuda", true, true},
+	{first_pin::hip_register, "hip-register", "hipHostRegister", true, false,
+	 "HIP host pin (libamdhip64): contract observed", "hip", true},
 };
+
+const std::vector<std::string_view> sources = {"module", "io_uring", "cuda", "hip"};
+
+std::optional<gpu_api> gpu_api_of(first_pin f)
+{
+	switch (f) {
+	case first_pin::cuda_register: return gpu_api::cuda_register;
+	case first_pin::cudart_register: return gpu_api::cudart_register;
+	case first_pin::cudart_host_alloc: return gpu_api::cudart_host_alloc;
+	case first_pin::hip_register: return gpu_api::hip_register;
+	default: return std::nullopt;
+	}
+}
+
+void describe_gpu(first_pin_holder_facts &f, first_pin kind)
+{
+	auto info = load_gpu_driver(*gpu_api_of(kind));
+	f.pinner = info.describe();
+	f.longterm_by_version = info.longterm_by_version;
+}
 
 } // namespace
 
 const std::vector<first_pin_traits> &all_first_pins() { return table; }
+
+const std::vector<std::string_view> &first_pin_sources() { return sources; }
+
+bool is_first_pin_source(std::string_view source)
+{
+	for (auto s : sources)
+		if (s == source)
+			return true;
+	return false;
+}
+
+std::vector<first_pin> first_pins_of(std::string_view source)
+{
+	std::vector<first_pin> out;
+	for (const auto &t : table)
+		if (t.kind == first_pin::none || source == t.source)
+			out.push_back(t.kind);
+	return out;
+}
 
 const first_pin_traits &traits(first_pin f)
 {
@@ -49,7 +107,8 @@ std::optional<first_pin> parse_first_pin(std::string_view s)
 first_pin_holder::first_pin_holder(first_pin_holder &&o) noexcept
 	: kind_(o.kind_), addr_(std::exchange(o.addr_, nullptr)),
 	  length_(std::exchange(o.length_, 0)), locked_(std::exchange(o.locked_, false)),
-	  pin_(std::move(o.pin_))
+	  pin_(std::move(o.pin_)), other_(std::move(o.other_)), pinner_(std::move(o.pinner_)),
+	  detail_(std::move(o.detail_)), longterm_by_version_(o.longterm_by_version_)
 {
 }
 
@@ -62,6 +121,10 @@ first_pin_holder &first_pin_holder::operator=(first_pin_holder &&o) noexcept
 		length_ = std::exchange(o.length_, 0);
 		locked_ = std::exchange(o.locked_, false);
 		pin_ = std::move(o.pin_);
+		other_ = std::move(o.other_);
+		pinner_ = std::move(o.pinner_);
+		detail_ = std::move(o.detail_);
+		longterm_by_version_ = o.longterm_by_version_;
 	}
 	return *this;
 }
@@ -69,9 +132,10 @@ first_pin_holder &first_pin_holder::operator=(first_pin_holder &&o) noexcept
 first_pin_holder::~first_pin_holder() { release(); }
 
 int first_pin_holder::try_take(first_pin kind, const pin_module &module, void *addr,
-			       size_t length, first_pin_holder &out)
+			       size_t length, first_pin_holder &out, std::string *why)
 {
 	first_pin_holder h;
+	h.pinner_ = traits(kind).source;
 	h.kind_ = kind;
 	h.addr_ = addr;
 	h.length_ = length;
@@ -97,10 +161,60 @@ int first_pin_holder::try_take(first_pin kind, const pin_module &module, void *a
 		ret = module.try_pin(PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM, uaddr, npages,
 				     PINMATRIX_PIN_WRITE, h.pin_);
 		break;
+	case first_pin::io_uring: {
+		auto buf = std::make_shared<io_uring_buffer>();
+		ret = io_uring_buffer::try_register(addr, length, *buf);
+		if (!ret)
+			h.other_ = buf;
+		h.pinner_ = "io_uring (IORING_REGISTER_BUFFERS)";
+		break;
 	}
+	case first_pin::cudart_host_alloc:
+		ret = -EINVAL;	// allocates its own memory: try_allocate()
+		h.detail_ = "cudaHostAlloc pins memory it allocates itself";
+		break;
+	case first_pin::cuda_register:
+	case first_pin::cudart_register:
+	case first_pin::hip_register: {
+		first_pin_holder_facts f;
+		describe_gpu(f, kind);	// throws unmet_need without the library
+		h.pinner_ = f.pinner;
+		h.longterm_by_version_ = f.longterm_by_version;
+		auto pin = std::make_shared<gpu_host_pin>();
+		ret = gpu_host_pin::try_register(*gpu_api_of(kind), addr, length, *pin, h.detail_);
+		if (!ret)
+			h.other_ = pin;
+		break;
+	}
+	}
+	if (why)
+		*why = h.detail_;
 	if (!ret)
 		out = std::move(h);
 	return ret;
+}
+
+int first_pin_holder::try_allocate(first_pin kind, size_t length, first_pin_holder &out, std::string *why)
+{
+	if (!traits(kind).allocates)
+		return -EINVAL;
+	first_pin_holder h;
+	h.kind_ = kind;
+	h.length_ = length;
+	first_pin_holder_facts f;
+	describe_gpu(f, kind);
+	h.pinner_ = f.pinner;
+	h.longterm_by_version_ = f.longterm_by_version;
+	auto pin = std::make_shared<gpu_host_pin>();
+	int ret = gpu_host_pin::try_allocate(*gpu_api_of(kind), length, *pin, h.detail_);
+	if (why)
+		*why = h.detail_;
+	if (ret)
+		return ret;
+	h.addr_ = pin->data();
+	h.other_ = pin;
+	out = std::move(h);
+	return 0;
 }
 
 int first_pin_holder::release()
@@ -111,6 +225,8 @@ int first_pin_holder::release()
 	locked_ = false;
 	if (int r = pin_.release())
 		ret = r;
+	// Last owner: io_uring_buffer / gpu_host_pin release in their destructors.
+	other_.reset();
 	return ret;
 }
 

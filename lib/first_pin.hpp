@@ -2,9 +2,13 @@
 #pragma once
 
 // The rungs of the pinning ladder (fig. 3 of the incident write-up), as
-// first pins taken and held before the second, long-term pin.
+// first pins taken and held before the second, long-term pin. Each row names
+// the pinner that takes it (its source): the test module's contracts, io_uring
+// fixed buffers, or a GPU driver's host-pin API loaded at run time (CUDA, HIP).
 
+#include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -12,7 +16,14 @@
 
 namespace pinmatrix {
 
-enum class first_pin { none, mlock, gup_ref, foll_pin, foll_pin_longterm };
+enum class first_pin {
+	none, mlock, gup_ref, foll_pin, foll_pin_longterm,
+	io_uring,		// IORING_REGISTER_BUFFERS (lib/io_uring_pin.hpp)
+	cuda_register,		// cuMemHostRegister (lib/gpu_pin.hpp)
+	cudart_register,	// cudaHostRegister
+	cudart_host_alloc,	// cudaHostAlloc: the driver allocates the page
+	hip_register,		// hipHostRegister
+};
 
 struct first_pin_traits {
 	first_pin kind;
@@ -23,12 +34,29 @@ struct first_pin_traits {
 	// Declares FOLL_LONGTERM, so its own pin validates placement first.
 	bool declares_longterm;
 	const char *rung;
+	// Who takes it: "module", "io_uring", "cuda", "hip" (--first-pin).
+	const char *source = "module";
+	// A driver loaded at run time: whether it declares FOLL_LONGTERM is not
+	// known up front (NVIDIA: by driver version). The case observes it: a pin
+	// that moved the page out of restricted memory is long-term aware
+	// (R555-style), one that left it there is not (R535-style); the rule
+	// table then gives the expectation for what was observed.
+	bool contract_observed = false;
+	// The pinner allocates the memory itself (cudaHostAlloc): the page's
+	// placement is the driver's choice, observed rather than chosen.
+	bool allocates = false;
 };
 
 const first_pin_traits &traits(first_pin f);
 std::string_view name(first_pin f);
 std::optional<first_pin> parse_first_pin(std::string_view s);
 const std::vector<first_pin_traits> &all_first_pins();
+
+// --first-pin: "module" (default), "io_uring", "cuda", "hip".
+const std::vector<std::string_view> &first_pin_sources();
+bool is_first_pin_source(std::string_view source);
+// The rows of one source, in table order ("none" belongs to every source).
+std::vector<first_pin> first_pins_of(std::string_view source);
 
 // A first pin held on a range until release() or destruction.
 class first_pin_holder {
@@ -41,10 +69,21 @@ public:
 	~first_pin_holder();
 
 	// 0 or -errno. For pins by the module, pfns() are the pinned PFNs.
+	// Pins by a GPU driver throw unmet_need when its library is absent;
+	// detail() then holds the driver's own error, if it gave one.
 	static int try_take(first_pin kind, const pin_module &module, void *addr,
-			    size_t length, first_pin_holder &out);
+			    size_t length, first_pin_holder &out, std::string *why = nullptr);
+	// cudaHostAlloc: the driver allocates and pins length bytes; data().
+	static int try_allocate(first_pin kind, size_t length, first_pin_holder &out,
+				std::string *why = nullptr);
 	int release();
 	const std::vector<uint64_t> &pfns() const;
+	void *data() const { return addr_; }
+	// Which pinner took it ("libcuda.so.1 (NVIDIA 535.161.08)", a test double ...).
+	const std::string &pinner() const { return pinner_; }
+	const std::string &detail() const { return detail_; }
+	// By the driver's version (NVIDIA, FACTS: os_lock_user_pages()), when known.
+	std::optional<bool> longterm_by_version() const { return longterm_by_version_; }
 
 private:
 	first_pin kind_ = first_pin::none;
@@ -52,6 +91,9 @@ private:
 	size_t length_ = 0;
 	bool locked_ = false;
 	held_pin pin_;
+	std::shared_ptr<void> other_;	// io_uring ring, GPU registration
+	std::string pinner_, detail_;
+	std::optional<bool> longterm_by_version_;
 };
 
 } // namespace pinmatrix

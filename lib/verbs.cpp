@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "registration_observer.hpp"
 #include "sys_error.hpp"
 
 namespace pinmatrix {
@@ -73,6 +74,11 @@ verbs_device verbs_device::open(const std::string &name)
 registration register_memory(const verbs_device &dev, void *addr, size_t length, int access)
 {
 	registration reg;
+	// Telemetry and trace markers of the case process (registration_observer.hpp).
+	registration_observer *observer = current_registration_observer();
+	const registration_call call{"ibv_reg_mr", dev.name(), reinterpret_cast<uintptr_t>(addr), length, access};
+	if (observer)
+		observer->before(call);
 	errno = 0;
 	int64_t t0 = monotonic_raw_ns();
 	ibv_mr *mr = ibv_reg_mr(dev.pd(), addr, length, access);
@@ -80,6 +86,8 @@ registration register_memory(const verbs_device &dev, void *addr, size_t length,
 	reg.err = mr ? 0 : (errno ? errno : EIO);
 	reg.latency_ns = t1 - t0;
 	reg.mr.reset(mr);
+	if (observer)
+		observer->after(call, reg.err, reg.latency_ns);
 	return reg;
 }
 

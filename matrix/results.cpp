@@ -69,6 +69,14 @@ json to_json(const observation &o)
 		j["recovery"] = {{"errno", o.recovery->errno_value},
 				 {"latency_ns", o.recovery->latency_ns},
 				 {"pfn_after", o.recovery->pfn_after}};
+	if (!o.first_pinner.empty())
+		j["first_pinner"] = o.first_pinner;
+	if (!o.first_pin_detail.empty())
+		j["first_pin_detail"] = o.first_pin_detail;
+	if (o.longterm_by_version)
+		j["longterm_by_version"] = *o.longterm_by_version;
+	if (!o.readback_method.empty())
+		j["readback_method"] = o.readback_method;
 	return j;
 }
 
@@ -95,6 +103,11 @@ observation observation_from_json(const json &j)
 		const auto &r = j["recovery"];
 		o.recovery = recovery_record{r.at("errno"), r.at("latency_ns"), r.at("pfn_after")};
 	}
+	o.first_pinner = j.value("first_pinner", "");
+	o.first_pin_detail = j.value("first_pin_detail", "");
+	if (j.contains("longterm_by_version"))
+		o.longterm_by_version = j["longterm_by_version"].get<bool>();
+	o.readback_method = j.value("readback_method", "");
 	return o;
 }
 
@@ -111,6 +124,8 @@ json to_json(const case_result &r)
 		   {{"errno", e.registration_errno},
 		    {"first_pin_migrates", e.first_pin_migrates},
 		    {"registration_migrates", e.registration_migrates},
+		    {"first_pin_contract", e.contract},
+		    {"contract_source", e.contract_source},
 		    {"summary", e.summary()}}},
 		  {"observed", r.observed ? to_json(*r.observed) : json(nullptr)},
 		  {"latency_ns", r.observed ? json(r.observed->latency_ns) : json(nullptr)},

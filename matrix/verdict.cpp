@@ -93,14 +93,38 @@ case_result judge(const case_def &def, const observation &obs)
 {
 	case_result r;
 	r.def = def;
-	r.expected = expect(def.where, def.first);
 	r.observed = obs;
-	const auto &e = r.expected;
 	std::vector<std::string> why;
+
+	// A driver loaded at run time: its contract is what its pin did to a
+	// page that needed migration (rules.hpp). A page that was already
+	// long-term pinnable gives no evidence, and both contracts expect the same.
+	const auto &pin = traits(def.first);
+	placement where = def.where;
+	if (pin.allocates)
+		where = parse_placement(obs.before.placement).value_or(def.where);
+	std::optional<bool> observed_longterm;
+	bool undetermined = false;
+	if (pin.contract_observed && !obs.first_pin_errno) {
+		undetermined = obs.before.longterm_pinnable;
+		observed_longterm = !undetermined && obs.migrated_by_first_pin() && obs.after_first_pin &&
+				    obs.after_first_pin->longterm_pinnable;
+	}
+	r.expected = expect(where, def.first, observed_longterm);
+	if (undetermined)
+		r.expected.contract = "observed: undetermined (the page was already long-term pinnable; "
+				      "both contracts expect the same)";
+	const auto &e = r.expected;
+	if (observed_longterm && !undetermined && obs.longterm_by_version &&
+	    *obs.longterm_by_version != *observed_longterm)
+		why.push_back(std::string("the driver's version predicts ") +
+			      (*obs.longterm_by_version ? "a FOLL_LONGTERM host pin" : "a short-term host pin") +
+			      " but its pin " + (*observed_longterm ? "moved" : "did not move") + " the page");
 
 	if (obs.first_pin_errno) {
 		r.outcome = verdict::fail;
-		r.reason = "first pin failed: " + errno_name(obs.first_pin_errno);
+		r.reason = "first pin failed: " + errno_name(obs.first_pin_errno) +
+			   (obs.first_pin_detail.empty() ? "" : " (" + obs.first_pin_detail + ")");
 		return r;
 	}
 	if (obs.migrated_by_first_pin() != e.first_pin_migrates)
@@ -121,12 +145,15 @@ case_result judge(const case_def &def, const observation &obs)
 			why.push_back("registered page left in " + obs.after_registration->placement +
 				      " memory");
 		if (obs.rdma_write_readback != true)
-			why.push_back("RDMA WRITE readback: " +
+			why.push_back((obs.readback_method == "io_uring-read-fixed" ? "READ_FIXED readback: "
+										    : "RDMA WRITE readback: ") +
 				      (obs.rdma_detail.empty() ? std::string("not done") : obs.rdma_detail));
 	} else {
 		if (obs.content_intact != true)
 			why.push_back("page content changed by the failed registration");
-		if (!obs.recovery)
+		// The driver frees what it allocated with its pin: nothing to retry.
+		if (pin.allocates) {
+		} else if (!obs.recovery)
 			why.push_back("no recovery attempt");
 		else if (obs.recovery->errno_value)
 			why.push_back("registration after releasing the first pin: " +

@@ -49,6 +49,15 @@ struct observation {
 	std::optional<bool> content_intact;		// failure: page unchanged
 	std::optional<recovery_record> recovery;
 	size_t scanned_bytes = 0;			// to find the page
+	// Who took the first pin (module, io_uring, the GPU driver's library)
+	// and, for a driver, its own error and what its version predicts.
+	std::string first_pinner;
+	std::string first_pin_detail;
+	std::optional<bool> longterm_by_version;
+	// How the success check wrote through the second pin: "rdma-write"
+	// (loopback RDMA WRITE) or "io_uring-read-fixed" (the kernel's
+	// READ_FIXED into the fixed buffer); rdma_write_readback holds the result.
+	std::string readback_method;
 
 	bool migrated_by_first_pin() const;
 	bool migrated_by_registration() const;

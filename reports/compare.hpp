@@ -20,9 +20,11 @@ namespace pinmatrix {
 enum class verdict_change {
 	unchanged,
 	regression,	// pass -> fail or error
+	skipped,	// pass -> skip: a regression too (a kernel where the module
+			// does not load must not pass a QA gate)
 	disappeared,	// in OLD, not in NEW: a regression too
 	improvement,	// anything -> pass
-	changed,	// any other change (fail <-> error, pass -> skip, skip -> fail)
+	changed,	// any other change (fail <-> error, skip -> fail)
 	appeared,	// in NEW only
 };
 const char *name(verdict_change c);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "bench_report.hpp"
 #include "report_input.hpp"
 #include "reports.hpp"
 #include "svg_plot.hpp"
@@ -173,6 +174,14 @@ pre.serial { background: #1f2328; color: #e6edf3; border-color: #1f2328; }
 dl.run { display: grid; grid-template-columns: max-content 1fr; gap: 3px 16px; margin: 0; }
 dl.run dt { color: var(--muted); font-weight: 600; } dl.run dd { margin: 0; overflow-wrap: anywhere; }
 footer { color: var(--muted); text-align: center; font-size: 12px; padding: 8px; }
+.registration { border: 1px solid var(--line); border-radius: 6px; padding: 6px 12px 8px; margin: 8px 0; }
+.registration h5 { font-size: 13.5px; margin: 2px 0 6px; }
+.classify { border-left: 5px solid var(--error); background: var(--error-bg); padding: 6px 12px; margin: 6px 0; border-radius: 0 6px 6px 0; }
+.classify .cls { font-weight: 700; } .classify ul { margin: 4px 0 0; padding-left: 20px; }
+pre.path { background: #f6f8fa; max-height: none; }
+pre.path .src { color: var(--muted); font-size: 11px; }
+pre.path .end-ok { color: var(--pass); font-weight: 700; } pre.path .end-err { color: var(--fail); font-weight: 700; }
+.oneline { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12.5px; }
 )css";
 
 // The grid of one suite: for the pin matrix, first pin (rows) x kernel x
@@ -468,6 +477,72 @@ void render_pages(std::ostringstream &out, const case_view &c)
 	out << "</tbody></table>\n";
 }
 
+// Each registration: what it was, its errno's classification (with the
+// facts that decided it) and the kernel path of section 16.6.
+void render_registrations(std::ostringstream &out, const case_view &c)
+{
+	const auto regs = registrations_of(c);
+	if (regs.empty())
+		return;
+	if (auto fp = first_pin_path_of(c)) {
+		out << "<h4>First pin: kernel path</h4>\n<pre class=\"path\">";
+		for (const auto &l : fp->lines)
+			out << h(l) << "\n";
+		out << "</pre>\n";
+	}
+	out << "<h4>Registrations: telemetry and kernel path</h4>\n";
+	for (const auto &r : regs) {
+		out << "<div class=\"registration\"><h5>" << h(r.title) << " \u2192 " << h(r.errno_name) << "</h5>\n";
+		if (!r.classification.empty()) {
+			out << "<div class=\"classify\">" << h(r.errno_name) << " means: <span class=\"cls\">"
+			    << h(r.classification) << "</span> <span class=\"muted\">(rule " << h(r.rule) << ")</span><ul>";
+			for (const auto &f : r.facts)
+				out << "<li>" << h(f) << "</li>";
+			out << "</ul></div>\n";
+		}
+		if (!r.path_lines.empty()) {
+			out << "<div class=\"muted\">Kernel path" << (r.from_trace ? " (tracefs)" : " (not traced: from the page probes)")
+			    << ": <span class=\"oneline\">" << h(r.path_one_line) << "</span></div>\n<pre class=\"path\">";
+			for (size_t i = 0; i < r.path_lines.size(); i++) {
+				const bool last = i + 1 == r.path_lines.size();
+				const std::string cls = !last ? "" : r.err ? "end-err" : "end-ok";
+				if (!cls.empty())
+					out << "<span class=\"" << cls << "\">";
+				out << h(r.path_lines[i]);
+				if (!cls.empty())
+					out << "</span>";
+				if (i < r.path_sources.size() && !r.path_sources[i].empty())
+					out << "  <span class=\"src\">[" << h(r.path_sources[i]) << "]</span>";
+				out << "\n";
+			}
+			out << "</pre>\n";
+			for (const auto &n : r.trace_notes)
+				out << "<div class=\"muted\">note: " << h(n) << "</div>\n";
+		}
+		out << "<table class=\"plain\"><tbody>\n";
+		for (const auto &f : r.telemetry)
+			out << "<tr><th>" << h(f.label) << "</th><td>" << h(f.value) << "</td></tr>\n";
+		out << "</tbody></table>\n";
+		if (!r.events.empty()) {
+			out << "<details><summary class=\"muted\">" << r.events.size() << " trace events</summary><pre>";
+			for (const auto &e : r.events)
+				out << h(e) << "\n";
+			out << "</pre></details>\n";
+		}
+		out << "</div>\n";
+	}
+	const json *obs = member(*c.record, "observed");
+	const json *kt = obs ? member(*obs, "kernel_trace") : nullptr;
+	if (const json *outside = kt ? member(*kt, "outside_registrations") : nullptr;
+	    outside && outside->is_array() && !outside->empty()) {
+		out << "<details><summary class=\"muted\">" << outside->size()
+		    << " trace events outside the registrations (the first pin)</summary><pre>";
+		for (const auto &e : *outside)
+			out << h(as_text(e)) << "\n";
+		out << "</pre></details>\n";
+	}
+}
+
 void render_case(std::ostringstream &out, const run_view &run, const case_view &c)
 {
 	const bool open = c.result == outcome::fail || c.result == outcome::error;
@@ -490,6 +565,11 @@ void render_case(std::ostringstream &out, const run_view &run, const case_view &
 	} else if (c.observed != "-") {
 		out << "<span class=\"where\">" << h(c.observed) << "</span>";
 	}
+	{
+		const auto regs = registrations_of(c);
+		if (const auto *r = main_registration(regs); r && !r->classification.empty())
+			out << "<span class=\"where\">\u00b7 " << h(r->errno_name) << ": " << h(r->classification) << "</span>";
+	}
 	out << "</summary>\n<div class=\"body\">\n<table class=\"plain\"><tbody>\n";
 	for (const auto &f : evidence_facts(c)) {
 		if (f.label.rfind("page ", 0) == 0 || f.label == "reason")
@@ -498,6 +578,7 @@ void render_case(std::ostringstream &out, const run_view &run, const case_view &
 	}
 	out << "</tbody></table>\n";
 	render_pages(out, c);
+	render_registrations(out, c);
 	// The summary line shows a short reason whole; a long one in full here.
 	if (c.reason.size() > 240 || c.reason.find('\n') != std::string::npos)
 		out << "<h4>Reason</h4>\n<pre>" << h(c.reason) << "</pre>\n";
@@ -536,6 +617,37 @@ void render_run(std::ostringstream &out, const json &doc)
 	if (const json *m = member(doc, "memlock"))
 		row("memlock", "limit " + text_at(*m, "limit_bytes", "?") + " bytes, CAP_IPC_LOCK " +
 				       text_at(*m, "cap_ipc_lock", "?"));
+	if (const json *kt = member(doc, "kernel_trace")) {
+		// The functions probed, once each; the roles that had none here.
+		std::vector<std::string> placed, skipped;
+		if (const json *probes = member(*kt, "probes"); probes && probes->is_array())
+			for (const auto &p : *probes) {
+				const bool ok = p.value("placed", false);
+				const std::string what = ok ? text_at(p, "symbol") : text_at(p, "role");
+				auto &list = ok ? placed : skipped;
+				if (std::find(list.begin(), list.end(), what) == list.end())
+					list.push_back(what);
+			}
+		auto join = [](const std::vector<std::string> &v) {
+			std::string out;
+			for (const auto &x : v)
+				out += (out.empty() ? "" : ", ") + x;
+			return out;
+		};
+		std::string t = kt->value("available", false) ? "tracefs instance " + text_at(*kt, "instance") : "unavailable";
+		if (!placed.empty())
+			t += "; kprobes on " + join(placed);
+		if (!skipped.empty())
+			t += "; skipped (inlined or absent in this kernel): " + join(skipped);
+		if (const json *tps = member(*kt, "tracepoints"); tps && tps->is_array() && !tps->empty())
+			t += "; tracepoints " + std::to_string(tps->size());
+		if (const json *notes = member(*kt, "notes"); notes && notes->is_array())
+			for (const auto &n : *notes)
+				t += "; " + as_text(n);
+		if (kt->value("removed", false))
+			t += "; removed at the end of the run";
+		row("kernel trace", t);
+	}
 	for (const char *key : {"module", "vmstat_before", "vmstat_after", "placement_pressure"})
 		if (const json *v = member(doc, key))
 			row(key, v->is_object() || v->is_array() ? v->dump() : as_text(*v));
@@ -566,7 +678,7 @@ void render_run(std::ostringstream &out, const json &doc)
 
 } // namespace
 
-std::string format_html(const json &doc)
+std::string format_html(const json &doc, const json *bench)
 {
 	const run_view run = view_run(doc);
 	std::ostringstream out;
@@ -710,6 +822,8 @@ std::string format_html(const json &doc)
 		render_case(out, run, *c);
 	out << "</section>\n";
 
+	if (bench)
+		out << report::bench_html_section(*bench);
 	render_run(out, doc);
 	out << "</main>\n<footer>Made from results.json (schema " << h(text_at(doc, "schema")) << ") by "
 	    << "<code>pinmatrix report</code>. Self-contained: no script, nothing fetched.</footer>\n</body>\n</html>\n";

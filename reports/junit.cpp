@@ -61,6 +61,18 @@ std::string evidence_text(const case_view &c)
 		std::string value = x.value->is_string() ? x.value->get<std::string>() : x.value->dump(2);
 		out += x.label + ": " + value + "\n";
 	}
+	// Registration telemetry: each registration, its errno's meaning and
+	// the kernel path that led there.
+	for (const auto &r : registrations_of(c)) {
+		out += "registration " + r.title + ": " + r.errno_name;
+		if (!r.classification.empty())
+			out += ": " + r.classification + " (rule " + r.rule + ")";
+		out += "\n";
+		for (const auto &f : r.facts)
+			out += "  - " + f + "\n";
+		for (const auto &l : r.path_lines)
+			out += "  | " + l + "\n";
+	}
 	return out;
 }
 

@@ -87,6 +87,23 @@ std::string format_ktap(const json &doc)
 								  : describe(*latency, true));
 		if (c.result != outcome::skip)
 			diagnostic(out, facts);
+		// The registration telemetry: what each failed registration's
+		// errno meant and the kernel path that led there (or, when none
+		// failed, the path of the case's own registration).
+		if (auto fp = first_pin_path_of(c); fp && !fp->one_line.empty())
+			diagnostic(out, c.id + ": first pin kernel path: " + one_line(fp->one_line));
+		const auto regs = registrations_of(c);
+		for (const auto &r : regs) {
+			if (!r.err && &r != main_registration(regs))
+				continue;
+			std::string line = c.id + ": registration " + r.title + " -> " + r.errno_name;
+			if (!r.classification.empty())
+				line += ": " + r.classification + " (rule " + r.rule + ")";
+			diagnostic(out, one_line(line));
+			if (!r.path_one_line.empty())
+				diagnostic(out, c.id + ":   kernel path" + (r.from_trace ? "" : " (not traced)") + ": " +
+							one_line(r.path_one_line));
+		}
 		switch (c.result) {
 		case outcome::pass:
 			out << "ok " << number << ' ' << desc << '\n';

@@ -134,6 +134,36 @@ struct extra_field {
 };
 std::vector<extra_field> extra_fields(const case_view &c);
 
+// A registration's telemetry and kernel path (observed.registrations[],
+// cases/case_telemetry.hpp), as the reports show them.
+struct registration_view {
+	const json *record = nullptr;
+	std::string title;		// "#1 the case's registration: ibv_reg_mr"
+	int err = 0;
+	std::string errno_name;		// "ENOMEM (12)", "ok"
+	std::string classification;	// class, for a failure
+	std::string rule;
+	std::vector<std::string> facts;	// that decided the classification
+	std::string failure_stage;
+	std::string path_one_line;	// "long-term pin requested / ... / -ENOMEM"
+	std::vector<std::string> path_lines;	// indented
+	std::vector<std::string> path_sources;	// per line: "trace", "module probe", ...
+	bool from_trace = false;
+	std::vector<std::string> trace_notes;
+	std::vector<fact> telemetry;	// address, length, class, API, memlock, pages, pins, ...
+	std::vector<std::string> events;	// raw trace lines
+};
+std::vector<registration_view> registrations_of(const case_view &c);
+// The kernel path of the case's first pin, when it went through GUP
+// (observed.kernel_trace.first_pin_path): lines and the one-line form.
+struct first_pin_path {
+	std::string one_line;
+	std::vector<std::string> lines;
+};
+std::optional<first_pin_path> first_pin_path_of(const case_view &c);
+// The registration a reader wants first: the first failed one, else the first.
+const registration_view *main_registration(const std::vector<registration_view> &regs);
+
 // Field access that never throws.
 const json *member(const json &j, std::string_view key);
 std::string text_at(const json &j, std::string_view key, std::string fallback = "");

@@ -9,6 +9,7 @@
 //   summary.md    a few lines of Markdown for a CI comment
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,8 @@ namespace pinmatrix {
 
 std::string format_ktap(const nlohmann::json &doc);
 std::string format_junit(const nlohmann::json &doc);
-std::string format_html(const nlohmann::json &doc);
+// bench: the run's benchmarks (reports/bench_report.hpp), or null.
+std::string format_html(const nlohmann::json &doc, const nlohmann::json *bench = nullptr);
 std::string format_summary_markdown(const nlohmann::json &doc);
 
 // Writes all four into dir. Every file is rendered before the first is
@@ -33,7 +35,9 @@ void regenerate_reports(const std::filesystem::path &dir_or_file);
 
 // `pinmatrix report DIR` or `pinmatrix report --compare OLD NEW` (compare
 // holds OLD and NEW, or is empty). Returns the exit code: 0, or 1 for a
-// verdict regression; throws usage_error for bad arguments or input.
-int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare);
+// verdict regression (or, with bench_threshold_pct, a benchmark slower by
+// more than that); throws usage_error for bad arguments or input.
+int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare,
+		   std::optional<double> bench_threshold_pct = std::nullopt);
 
 } // namespace pinmatrix

@@ -119,6 +119,28 @@ std::string format_summary_markdown(const json &doc)
 		}
 	}
 
+	// What each failed registration's errno meant (registration telemetry),
+	// expected ones included: an ENOMEM is several different problems.
+	std::vector<std::string> classified;
+	for (const auto &c : run.cases)
+		for (const auto &r : registrations_of(c))
+			if (r.err && !r.classification.empty()) {
+				std::string line = "- **" + md(c.id) + "** " + md(r.errno_name) + ": " + md(r.classification);
+				if (run.several_kernels())
+					line += " on `" + c.kernel.label() + "`";
+				if (!r.path_one_line.empty())
+					line += " (kernel path: " + md(r.path_one_line) + ")";
+				classified.push_back(line);
+			}
+	if (!classified.empty()) {
+		constexpr size_t shown = 12;
+		out << "\n#### Registration errors, classified\n\n";
+		for (size_t i = 0; i < classified.size() && i < shown; i++)
+			out << classified[i] << "\n";
+		if (classified.size() > shown)
+			out << "- and " << classified.size() - shown << " more in report.html\n";
+	}
+
 	if (run.cases.empty())
 		return out.str();
 	const bool only_bad = run.total() > table_limit;

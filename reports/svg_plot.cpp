@@ -179,3 +179,93 @@ std::string svg_dot_plot(const std::vector<plot_row> &rows, const std::string &d
 }
 
 } // namespace pinmatrix::report
+
+namespace pinmatrix::report {
+
+namespace {
+
+// "4 KiB", "1 MiB", "1 GiB": powers of two.
+std::string bytes_label(double b)
+{
+	char buf[32];
+	if (b >= double(1ull << 30))
+		std::snprintf(buf, sizeof(buf), "%.0f GiB", b / double(1ull << 30));
+	else if (b >= double(1 << 20))
+		std::snprintf(buf, sizeof(buf), "%.0f MiB", b / double(1 << 20));
+	else if (b >= 1024)
+		std::snprintf(buf, sizeof(buf), "%.0f KiB", b / 1024);
+	else
+		std::snprintf(buf, sizeof(buf), "%.0f B", b);
+	return buf;
+}
+
+} // namespace
+
+std::string svg_xy_plot(const std::vector<xy_series> &series, const std::string &description,
+			const std::string &y_label)
+{
+	double x_lo = std::numeric_limits<double>::max(), x_hi = 0;
+	double y_lo = std::numeric_limits<double>::max(), y_hi = 0;
+	for (const auto &s : series)
+		for (const auto &p : s.points)
+			if (p.x > 0 && p.y > 0) {
+				x_lo = std::min(x_lo, p.x), x_hi = std::max(x_hi, p.x);
+				y_lo = std::min(y_lo, p.y), y_hi = std::max(y_hi, p.y);
+			}
+	if (x_hi <= 0)
+		return "";
+	constexpr double w = 900, h = 350, left = 78, right = 220, top = 28, bottom = 44;
+	const double px0 = left, px1 = w - right, py0 = h - bottom, py1 = top;
+	// x: whole powers of 4 around the data; y: whole decades.
+	const double lx0 = std::floor(std::log2(x_lo) / 2) * 2, lx1 = std::max(lx0 + 2, std::ceil(std::log2(x_hi) / 2) * 2);
+	const double ly0 = std::floor(std::log10(y_lo)), ly1 = std::max(ly0 + 1, std::ceil(std::log10(y_hi)));
+	auto X = [&](double x) { return px0 + (std::log2(x) - lx0) / (lx1 - lx0) * (px1 - px0); };
+	auto Y = [&](double y) { return py0 - (std::log10(y) - ly0) / (ly1 - ly0) * (py0 - py1); };
+
+	std::ostringstream svg;
+	svg << "<svg class=\"plot xy\" viewBox=\"0 0 " << w << " " << h << "\" width=\"" << w << "\" height=\"" << h
+	    << "\" role=\"img\" aria-label=\"" << escape_markup(description, true) << "\">\n"
+	    << "<title>" << escape_markup(description) << "</title>\n";
+	for (double e = lx0; e <= lx1 + 1e-9; e += 2) {
+		const double x = X(std::pow(2.0, e));
+		svg << "<line class=\"tick\" x1=\"" << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << num(py1) << "\" y2=\""
+		    << num(py0) << "\"/>\n<text class=\"axis\" x=\"" << num(x) << "\" y=\"" << num(py0 + 18)
+		    << "\" text-anchor=\"middle\">" << escape_markup(bytes_label(std::pow(2.0, e))) << "</text>\n";
+	}
+	for (double e = ly0; e <= ly1 + 1e-9; e += 1) {
+		const double y = Y(std::pow(10.0, e));
+		svg << "<line class=\"tick\" x1=\"" << num(px0) << "\" x2=\"" << num(px1) << "\" y1=\"" << num(y) << "\" y2=\""
+		    << num(y) << "\"/>\n<text class=\"axis\" x=\"" << num(px0 - 6) << "\" y=\"" << num(y + 4)
+		    << "\" text-anchor=\"end\">" << escape_markup(tick_label(std::pow(10.0, e))) << "</text>\n";
+	}
+	svg << "<text class=\"axis\" x=\"" << num((px0 + px1) / 2) << "\" y=\"" << num(h - 6)
+	    << "\" text-anchor=\"middle\">size, log scale</text>\n"
+	    << "<text class=\"axis\" x=\"4\" y=\"14\">"
+	    << escape_markup(y_label + ", log scale") << "</text>\n";
+	double legend_y = top + 14;
+	for (const auto &s : series) {
+		std::vector<xy_series::point> pts;
+		for (const auto &p : s.points)
+			if (p.x > 0 && p.y > 0)
+				pts.push_back(p);
+		if (pts.empty())
+			continue;
+		std::sort(pts.begin(), pts.end(), [](const auto &a, const auto &b) { return a.x < b.x; });
+		const std::string color = escape_markup(s.color, true);
+		svg << "<polyline class=\"series\" fill=\"none\" stroke-width=\"2\" stroke=\"" << color << "\" points=\"";
+		for (const auto &p : pts)
+			svg << num(X(p.x)) << "," << num(Y(p.y)) << " ";
+		svg << "\"/>\n";
+		for (const auto &p : pts)
+			svg << "<circle cx=\"" << num(X(p.x)) << "\" cy=\"" << num(Y(p.y)) << "\" r=\"4\" fill=\"" << color
+			    << "\"><title>" << escape_markup(p.tip) << "</title></circle>\n";
+		svg << "<rect x=\"" << num(px1 + 16) << "\" y=\"" << num(legend_y - 9) << "\" width=\"14\" height=\"4\" fill=\""
+		    << color << "\"/>\n<text class=\"label\" x=\"" << num(px1 + 36) << "\" y=\"" << num(legend_y - 4) << "\">"
+		    << escape_markup(s.name) << "</text>\n";
+		legend_y += 18;
+	}
+	svg << "</svg>\n";
+	return svg.str();
+}
+
+} // namespace pinmatrix::report

@@ -30,4 +30,21 @@ struct plot_row {
 // sample.
 std::string svg_dot_plot(const std::vector<plot_row> &rows, const std::string &description);
 
+// One line of an x-y plot: points joined in x order.
+struct xy_series {
+	std::string name;		// the legend
+	std::string color;		// CSS colour
+	struct point {
+		double x = 0, y = 0;
+		std::string tip;	// the point's tooltip
+	};
+	std::vector<point> points;
+};
+
+// A line plot with logarithmic x and y axes (x in bytes: "4 KiB", "1 MiB";
+// y in ns: "10 µs"), a legend on the right. Empty when no series has a
+// point with x > 0 and y > 0.
+std::string svg_xy_plot(const std::vector<xy_series> &series, const std::string &description,
+			const std::string &y_label);
+
 } // namespace pinmatrix::report

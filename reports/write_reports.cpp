@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <algorithm>
 #include <iostream>
 #include <utility>
 #include <vector>
 
+#include "bench_report.hpp"
 #include "compare.hpp"
 #include "report_input.hpp"
 #include "reports.hpp"
@@ -15,10 +17,14 @@ namespace fs = std::filesystem;
 void write_reports(const fs::path &dir, const nlohmann::json &doc)
 {
 	// Render everything first: a formatting failure writes nothing.
+	std::string bench_problem;
+	const auto bench = report::load_bench(dir, doc, &bench_problem);
+	if (!bench_problem.empty())
+		std::cerr << "pinmatrix: warning: " << bench_problem << ": report.html without benchmarks\n";
 	const std::vector<std::pair<const char *, std::string>> files = {
 		{"results.ktap", format_ktap(doc)},
 		{"junit.xml", format_junit(doc)},
-		{"report.html", format_html(doc)},
+		{"report.html", format_html(doc, bench ? &*bench : nullptr)},
 		{"summary.md", format_summary_markdown(doc)},
 	};
 	for (const auto &[file, text] : files)
@@ -40,15 +46,22 @@ void regenerate_reports(const fs::path &dir_or_file)
 
 namespace pinmatrix {
 
-int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare)
+int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare,
+		   std::optional<double> bench_threshold_pct)
 {
 	if (!compare.empty()) {
 		if (!dir.empty())
 			throw usage_error("report: give a run directory or --compare OLD NEW, not both");
 		if (compare.size() != 2)
 			throw usage_error("report --compare: expected OLD and NEW");
-		return compare_runs(compare[0], compare[1], std::cout);
+		if (bench_threshold_pct && !(*bench_threshold_pct > 0))
+			throw usage_error("report --bench-threshold: a percentage above 0");
+		const int verdicts = compare_runs(compare[0], compare[1], std::cout);
+		const int benchmarks = report::compare_bench_runs(compare[0], compare[1], bench_threshold_pct, std::cout);
+		return std::max(verdicts, benchmarks);
 	}
+	if (bench_threshold_pct)
+		throw usage_error("report: --bench-threshold goes with --compare OLD NEW");
 	if (dir.empty())
 		throw usage_error("report: give a run directory (or its results.json), or --compare OLD NEW");
 	regenerate_reports(dir);

@@ -28,6 +28,7 @@
 #include "suite.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
+#include "bench_vm.hpp"
 
 namespace pinmatrix {
 
@@ -171,6 +172,12 @@ struct group_spec {
 	int case_timeout_s = 60;
 	fs::path cache;
 	fs::path out;
+	std::string first_pin = "module";
+	std::string second_pin = "ibv_reg_mr";
+	unsigned ssh_port = 0;
+	fs::path ssh_key;
+	bool bench = false;	// pinmatrix_bench after the cases (benchmarks/)
+	std::string bench_args;
 };
 
 struct group_outcome {
@@ -192,6 +199,38 @@ std::string guest_job(const group_spec &g, const fs::path &modules)
 	    << "  echo 'pinmatrix-job: could not create rxe0: cases needing it will SKIP'\n"
 	    << "fi\n";
 	const fs::path ko = modules / "pinmatrix" / "pinmatrix.ko";
+	if (g.ssh_port) {
+		// sshd on the host root's openssh-server; its keys and config on
+		// the guest's tmpfs (sshd refuses group-readable host keys), the
+		// host key's public half in the results dir for known_hosts.
+		job << "export PINMATRIX_MODULE=" << shell_quote(ko.string()) << "\n"
+		    << "export PINMATRIX_MODULES=" << shell_quote(modules.string()) << "\n"
+		    << "sshdir=/run/pinmatrix-sshd\n"
+		    << "modprobe virtio_net\n"
+		    << "nic=$(ls /sys/class/net | grep -v -e '^lo$' -e '^pm0$' | head -n 1)\n"
+		    << "ip link set \"$nic\" up && ip addr add 10.0.2.15/24 dev \"$nic\"\n"
+		    << "mkdir -p /run/sshd \"$sshdir\" /run/pinmatrix/ssh /run/tmp && chmod 0755 /run/sshd\n"
+		    << "ssh-keygen -q -t ed25519 -N '' -f \"$sshdir/ssh_host_ed25519_key\"\n"
+		    << "cp \"$sshdir/ssh_host_ed25519_key.pub\" /run/pinmatrix/ssh/\n"
+		    << "cp " << shell_quote(g.ssh_key.string()) << " \"$sshdir/authorized_keys\"\n"
+		    << "chmod 0600 \"$sshdir/authorized_keys\"\n"
+		    << "cat > \"$sshdir/sshd_config\" <<EOF\n"
+		    << "Port 22\nHostKey $sshdir/ssh_host_ed25519_key\nAuthorizedKeysFile $sshdir/authorized_keys\n"
+		    << "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+		    << "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile /run/sshd.pid\n"
+		    << "SetEnv TMPDIR=/run/tmp\nSubsystem sftp /usr/lib/openssh/sftp-server\nEOF\n"
+		    << "if /usr/sbin/sshd -f \"$sshdir/sshd_config\" -E /run/pinmatrix/ssh/sshd.log; then\n"
+		    << "  echo 'pinmatrix-job: sshd listening (host 127.0.0.1:" << g.ssh_port << ")'\n"
+		    << "else\n  echo 'pinmatrix-job: ERROR: sshd did not start'\nfi\n";
+		job << "rc=0\n";
+		if (!g.guest_cmd.empty())
+			job << g.guest_cmd << "\nrc=$?\n";
+		job << "echo 'pinmatrix-job: waiting for the host to create stop'\n"
+		    << "while [ ! -e /run/pinmatrix/stop ]; do sleep 1; done\n"
+		    << "kill \"$(cat /run/sshd.pid)\" 2>/dev/null\n"
+		    << "exit $rc\n";
+		return job.str();
+	}
 	if (!g.guest_cmd.empty()) {
 		job << "export PINMATRIX_MODULE=" << shell_quote(ko.string()) << "\n"
 		    << "export PINMATRIX_MODULES=" << shell_quote(modules.string()) << "\n"
@@ -206,8 +245,9 @@ std::string guest_job(const group_spec &g, const fs::path &modules)
 	    << "else\n"
 	    << "  echo 'pinmatrix-job: could not load ualink_sim: UALink cases will SKIP'\n"
 	    << "fi\n";
-	job << "exec " << shell_quote(self_exe()) << " run --out /run/pinmatrix --device rxe0 --module "
-	    << shell_quote(ko.string()) << " --placement " << name(g.boot->restricted);
+	job << (g.bench ? "" : "exec ") << shell_quote(self_exe()) << " run --out /run/pinmatrix --device rxe0 --module "
+	    << shell_quote(ko.string()) << " --placement " << name(g.boot->restricted)
+	    << " --first-pin " << shell_quote(g.first_pin) << " --second-pin " << shell_quote(g.second_pin);
 	if (!g.cases.empty()) {
 		std::string list;
 		for (const auto &c : g.cases)
@@ -217,6 +257,8 @@ std::string guest_job(const group_spec &g, const fs::path &modules)
 	if (!g.fault.empty())
 		job << " --fault " << shell_quote(g.fault);
 	job << " --case-timeout " << g.case_timeout_s << "\n";
+	if (g.bench)
+		job << bench::guest_job_lines(bench::bench_binary(), g.bench_args, ko);
 	return job.str();
 }
 
@@ -230,6 +272,8 @@ suite_options group_suite_options(const group_spec &g)
 {
 	suite_options o;
 	o.restricted = g.boot->restricted;
+	o.first_pin_source = g.first_pin;
+	o.second_pin = g.second_pin;
 	return o;
 }
 
@@ -252,9 +296,6 @@ group_outcome run_group(const group_spec &g)
 	group_outcome outcome;
 	json &doc = outcome.doc;
 	const fs::path guest_dir = g.out / "guest";
-	fs::create_directories(g.out);
-	fs::remove_all(guest_dir);
-	fs::remove(g.out / "results.json");
 
 	const std::string append = std::string(g.boot->append) + (g.append.empty() ? "" : " " + g.append);
 	const unsigned memory = g.memory_mib ? g.memory_mib : g.boot->memory_mib;
@@ -284,6 +325,13 @@ group_outcome run_group(const group_spec &g)
 		}
 	} catch (const unmet_need &e) {
 		cannot = e.what();
+		doc["setup_error"] = true;
+	}
+	// Only now is anything written: a setup error leaves nothing behind.
+	if (!doc.contains("setup_error")) {
+		fs::create_directories(g.out);
+		fs::remove_all(guest_dir);
+		fs::remove(g.out / "results.json");
 	}
 	if (cannot) {
 		outcome.ended = *cannot;
@@ -307,7 +355,11 @@ group_outcome run_group(const group_spec &g)
 	// The uncompressed vmlinux (PVH entry) saves seconds of XZ unpacking in
 	// an emulated guest; qboot and q35 start faster than SeaBIOS and i440FX.
 	std::vector<std::string> argv = {
-		"qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-m", std::to_string(memory),
+		// pdpe1gb: 1 GiB pages, without which hugetlb_cma= reserves nothing.
+		// rdrand: the kernel seeds its crng at boot (RANDOM_TRUST_CPU);
+		// without it the first getrandom() waited ~1 s for entropy.
+		"qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-cpu", "qemu64,+pdpe1gb,+rdrand",
+		"-m", std::to_string(memory),
 		"-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
 		"-serial", "file:" + (g.out / "serial.log").string(),
 		"-kernel", kernel.image.string(), "-initrd", initrd.string(),
@@ -317,6 +369,12 @@ group_outcome run_group(const group_spec &g)
 	};
 	if (fs::exists(qboot))
 		argv.insert(argv.begin() + 1, {"-bios", qboot});
+	if (g.ssh_port) {
+		// Loopback only; restrict=on: the guest reaches nothing outside.
+		const std::string fwd = "hostfwd=tcp:127.0.0.1:" + std::to_string(g.ssh_port) + "-:22";
+		argv.insert(argv.end(), {"-netdev", "user,id=n0,restrict=on," + fwd, "-device",
+					 "virtio-net-pci,netdev=n0"});
+	}
 
 	std::cout << "pinmatrix vm: booting " << kernel.describe() << " (" << g.boot->name << ": "
 		  << (append.empty() ? "no extra parameters" : append) << ", " << memory << " MiB, TCG)"
@@ -352,7 +410,7 @@ group_outcome run_group(const group_spec &g)
 			 {"job_exit", job_status ? json(*job_status) : json(nullptr)},
 			 {"ended", ended.empty() ? json(nullptr) : json(ended)},
 			 {"serial_log", "serial.log"}};
-	if (!g.guest_cmd.empty()) {
+	if (!g.guest_cmd.empty() || g.ssh_port) {
 		outcome.guest_cmd_exit = ended.empty() ? job_status : std::nullopt;
 		doc["vm"] = vm;
 		if (!ended.empty())
@@ -392,6 +450,8 @@ group_outcome run_group(const group_spec &g)
 		r["suite"] = owner->name();
 		doc["cases"].push_back(r);
 	}
+	if (g.bench)
+		bench::collect(guest_dir, g.out, doc);
 	doc["vm"] = vm;
 	if (!ended.empty())
 		doc["vm"]["serial_excerpt"] = serial_excerpt(g.out / "serial.log");
@@ -427,6 +487,12 @@ group_spec base_group(const vm_options &opt)
 	g.append = opt.append;
 	g.memory_mib = opt.memory_mib;
 	g.cache = opt.cache;
+	g.first_pin = opt.first_pin;
+	g.second_pin = opt.second_pin;
+	g.ssh_port = opt.ssh_port;
+	g.ssh_key = opt.ssh_key.empty() ? fs::path() : fs::absolute(opt.ssh_key);
+	g.bench = opt.bench;
+	g.bench_args = opt.bench_args;
 	return g;
 }
 
@@ -446,8 +512,12 @@ int run_single(const vm_options &opt)
 	auto outcome = run_group(g);
 	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 	json &doc = outcome.doc;
+	// One guest that cannot be prepared (no such kernel, no headers) is a
+	// setup error; in a matrix it is that group's SKIP instead.
+	if (doc.contains("setup_error"))
+		throw unmet_need(outcome.ended);
 
-	if (!g.guest_cmd.empty()) {
+	if (!g.guest_cmd.empty() || g.ssh_port) {
 		const fs::path log = g.out / "guest" / "job.log";
 		if (fs::exists(log))
 			std::cout << read_text_file(log.string());
@@ -472,7 +542,10 @@ int run_single(const vm_options &opt)
 		std::cout << "guest: " << outcome.ended << "\n" << doc["vm"].value("serial_excerpt", "");
 	std::printf("pinmatrix vm: %s in %.1f s (boot to verdict); results in %s\n",
 		    doc["verdict"].get<std::string>().c_str(), wall_s, (g.out / "results.json").c_str());
-	return exit_code(summarize_json(doc["cases"]));
+	const int rc = exit_code(summarize_json(doc["cases"]));
+	if (g.bench && !bench::print_summary(doc, std::cout))
+		return rc ? rc : 1;
+	return rc;
 }
 
 int run_matrix_file(const vm_options &opt)
@@ -565,6 +638,13 @@ int run_vm(const vm_options &opt)
 		throw usage_error("--guest-cmd excludes --cases, --fault and --matrix");
 	if (opt.append.find_first_of("\"'\n") != std::string::npos)
 		throw usage_error("--append must not contain quotes or newlines");
+	check(plan_options{opt.first_pin, opt.second_pin});
+	if (opt.ssh_port && (opt.ssh_key.empty() || !opt.matrix.empty() || !opt.cases.empty() || !opt.fault.empty()))
+		throw usage_error("--ssh-port needs --ssh-key and excludes --matrix, --cases and --fault");
+	if (opt.bench && (!opt.guest_cmd.empty() || !opt.matrix.empty() || opt.ssh_port))
+		throw usage_error("--bench excludes --guest-cmd, --matrix and --ssh-port");
+	if (opt.bench)
+		bench::bench_binary(); // there, before anything is written
 	return opt.matrix.empty() ? run_single(opt) : run_matrix_file(opt);
 }
 

@@ -29,6 +29,18 @@ struct vm_options {
 	std::string guest_cmd;
 	std::string fault;	// passed to `pinmatrix run --fault` in the guest
 	int case_timeout_s = 60;
+	std::string first_pin = "module";	// passed to `pinmatrix run` in the guest
+	std::string second_pin = "ibv_reg_mr";
+	// A managed node for tests (Ansible over SSH): QEMU user networking
+	// (restrict=on) forwards 127.0.0.1:ssh_port to the guest's sshd, which
+	// accepts ssh_key for root. The guest runs guest_cmd (if any), then
+	// waits until DIR/guest/stop exists (or the timeout).
+	unsigned ssh_port = 0;
+	std::filesystem::path ssh_key;
+	// After the cases, run pinmatrix_bench (next to this binary) in the
+	// guest; its JSON becomes OUT/bench.json (benchmarks/README.md).
+	bool bench = false;
+	std::string bench_args;	// more pinmatrix_bench arguments (filter, min time)
 };
 
 // Returns the exit code (see cli/pinmatrix.cpp). Throws usage_error for bad

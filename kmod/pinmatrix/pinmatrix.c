@@ -211,12 +211,140 @@ static long pm_ioctl_info(struct pm_file *pf, void __user *arg)
 	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
+/* What a probe reports for a page it could not get: absent (or not GUP-able). */
+static void pm_absent(struct pinmatrix_page *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->zone = PINMATRIX_ZONE_UNKNOWN;
+	out->migratetype = PINMATRIX_MT_UNKNOWN;
+}
+
+/*
+ * The first address in [addr, end) of one VMA whose page table entry is
+ * present, or whose entries this walk does not read (huge, bad): end when
+ * there is none. Absent means what GUP without faulting finds absent: no
+ * page table, a none or a non-present (swap, migration) entry. Runs under
+ * mmap_read_lock, which keeps the VMA's page tables from being freed or
+ * collapsed into a huge page (both need the lock for write in 6.1).
+ */
+static unsigned long pm_absent_until(struct mm_struct *mm, unsigned long addr, unsigned long end)
+{
+	while (addr < end) {
+		pgd_t *pgd = pgd_offset(mm, addr);
+		unsigned long next = pgd_addr_end(addr, end);
+		pte_t *start_pte, *pte;
+		spinlock_t *ptl;
+		pmd_t *pmd, pmdval;
+		p4d_t *p4d;
+		pud_t *pud;
+
+		if (pgd_none(READ_ONCE(*pgd))) {
+			addr = next;
+			continue;
+		}
+		if (pgd_bad(READ_ONCE(*pgd)))
+			return addr;
+		p4d = p4d_offset(pgd, addr);
+		next = p4d_addr_end(addr, end);
+		if (p4d_none(READ_ONCE(*p4d))) {
+			addr = next;
+			continue;
+		}
+		if (p4d_bad(READ_ONCE(*p4d)))
+			return addr;
+		pud = pud_offset(p4d, addr);
+		next = pud_addr_end(addr, end);
+		if (pud_none(READ_ONCE(*pud))) {
+			addr = next;
+			continue;
+		}
+		if (!pud_present(READ_ONCE(*pud)) || pud_leaf(READ_ONCE(*pud)) || pud_bad(READ_ONCE(*pud)))
+			return addr;
+		pmd = pmd_offset(pud, addr);
+		next = pmd_addr_end(addr, end);
+		pmdval = READ_ONCE(*pmd);
+		if (pmd_none(pmdval)) {
+			addr = next;
+			continue;
+		}
+		if (!pmd_present(pmdval) || pmd_trans_huge(pmdval) || pmd_devmap(pmdval) || pmd_bad(pmdval))
+			return addr;
+		start_pte = pte = pte_offset_map_lock(mm, pmd, addr, &ptl);
+		for (; addr < next; addr += PAGE_SIZE, pte++)
+			if (pte_present(*pte))
+				break;
+		pte_unmap_unlock(start_pte, ptl);
+		if (addr < next)
+			return addr;
+	}
+	return end;
+}
+
+/*
+ * How many pages from start (at most max) a probe without PINMATRIX_PROBE_FAULT
+ * would report absent: holes between VMAs and absent entries in ordinary
+ * VMAs. 0 when unsure; the probe then asks GUP about the page.
+ */
+static u64 pm_absent_run(struct mm_struct *mm, unsigned long start, u64 max)
+{
+	const unsigned long end = start + (max << PAGE_SHIFT);
+	unsigned long addr = start;
+
+	if (mmap_read_lock_killable(mm))
+		return 0;
+	while (addr < end) {
+		struct vm_area_struct *vma = find_vma(mm, addr);
+		unsigned long stop, next;
+
+		if (!vma || vma->vm_start >= end) {
+			addr = end;
+			break;
+		}
+		if (vma->vm_start > addr) {
+			addr = vma->vm_start;
+			continue;
+		}
+		/* Hugetlb and PFN maps: GUP decides, page by page. */
+		if (vma->vm_flags & (VM_HUGETLB | VM_PFNMAP | VM_IO | VM_MIXEDMAP))
+			break;
+		stop = min(end, vma->vm_end);
+		next = pm_absent_until(mm, addr, stop);
+		addr = next;
+		if (next < stop)
+			break;
+	}
+	mmap_read_unlock(mm);
+	return (addr - start) >> PAGE_SHIFT;
+}
+
+/* Reports n absent pages at uout; scratch holds PROBE_BATCH entries. */
+static int pm_put_absent(struct pinmatrix_page __user *uout, u64 n,
+			 struct pinmatrix_page *scratch)
+{
+	int i;
+
+	for (i = 0; i < PROBE_BATCH; i++)
+		pm_absent(&scratch[i]);
+	while (n) {
+		u64 chunk = min_t(u64, n, PROBE_BATCH);
+
+		if (copy_to_user(uout, scratch, chunk * sizeof(*uout)))
+			return -EFAULT;
+		uout += chunk;
+		n -= chunk;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+	}
+	return 0;
+}
+
 static long pm_ioctl_probe(void __user *arg)
 {
 	struct pinmatrix_page __user *uout;
 	struct pinmatrix_page *batch_out;
 	struct pinmatrix_probe req;
 	struct page **pages;
+	bool short_batch;
 	u64 done = 0;
 	int ret;
 
@@ -264,9 +392,9 @@ static long pm_ioctl_probe(void __user *arg)
 			put_page(pages[i]);
 		}
 		/* The page after a short batch is absent (or not GUP-able). */
-		if (got < want) {
-			batch_out[got].zone = PINMATRIX_ZONE_UNKNOWN;
-			batch_out[got].migratetype = PINMATRIX_MT_UNKNOWN;
+		short_batch = got < want;
+		if (short_batch) {
+			pm_absent(&batch_out[got]);
 			got++;
 		}
 		if (copy_to_user(uout + done, batch_out, got * sizeof(*uout))) {
@@ -274,6 +402,20 @@ static long pm_ioctl_probe(void __user *arg)
 			break;
 		}
 		done += got;
+		/*
+		 * An absent page is mostly the first of many (memory mapped but
+		 * never touched): the rest of the run is reported from one walk
+		 * of the page tables instead of a failing GUP call per page.
+		 */
+		if (short_batch && !(req.flags & PINMATRIX_PROBE_FAULT) && done < req.npages) {
+			u64 absent = pm_absent_run(current->mm, req.addr + (done << PAGE_SHIFT),
+						   req.npages - done);
+
+			ret = pm_put_absent(uout + done, absent, batch_out);
+			if (ret)
+				break;
+			done += absent;
+		}
 		cond_resched();
 	}
 out_free:

@@ -37,7 +37,7 @@ TEST(Plan, SeedCasesAreThoseOfSection16_5)
 TEST(Plan, EveryRungCrossedWithMovableAndOrdinary)
 {
 	const auto &cases = pin_cases();
-	EXPECT_EQ(cases.size(), all_first_pins().size() * 2);
+	EXPECT_EQ(cases.size(), first_pins_of("module").size() * 2);
 	std::set<std::pair<placement, first_pin>> leaves;
 	for (const auto &c : cases)
 		leaves.insert({c.where, c.first});
@@ -91,7 +91,7 @@ TEST(Plan, RestrictedPlacementCarriesCasesAToC)
 {
 	for (placement r : {placement::movable, placement::cma}) {
 		const auto &cases = pin_cases(r);
-		EXPECT_EQ(cases.size(), all_first_pins().size() * 2);
+		EXPECT_EQ(cases.size(), first_pins_of("module").size() * 2);
 		for (const auto &c : cases) {
 			if (c.id == "A" || c.id == "B" || c.id == "C") {
 				EXPECT_EQ(c.where, r) << c.id;
@@ -103,7 +103,7 @@ TEST(Plan, RestrictedPlacementCarriesCasesAToC)
 	}
 	// A boot without movable or CMA memory has only the ordinary cases.
 	const auto &ordinary = pin_cases(placement::ordinary);
-	EXPECT_EQ(ordinary.size(), all_first_pins().size());
+	EXPECT_EQ(ordinary.size(), first_pins_of("module").size());
 	std::set<std::string> ids;
 	for (const auto &c : ordinary) {
 		EXPECT_EQ(c.where, placement::ordinary);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // `pinmatrix report DIR` and `pinmatrix report --compare OLD NEW` as a QA
-// gate runs them: exit 1 on a verdict regression (pass -> fail or error, a
+// gate runs them: exit 1 on a verdict regression (pass -> fail, error or skip, a
 // case gone), 0 otherwise, latency medians with their sample counts; and
 // for bad input exit 2, one clear message, nothing written.
 
@@ -52,6 +52,8 @@ TEST(ReportCompare, VerdictChangesAreClassified)
 	record(after, "C")["verdict"] = "error";
 	record(after, "D")["verdict"] = "skip";
 	record(before, "movable-mlock")["verdict"] = "fail";
+	record(before, "movable-gup-ref")["verdict"] = "fail";
+	record(after, "movable-gup-ref")["verdict"] = "error";
 	after["cases"].erase(after["cases"].end() - 1);
 	after["cases"].push_back({{"id", "ualink/new"}, {"verdict", "pass"}});
 
@@ -66,11 +68,12 @@ TEST(ReportCompare, VerdictChangesAreClassified)
 	EXPECT_EQ(change_of("A"), verdict_change::unchanged);
 	EXPECT_EQ(change_of("B"), verdict_change::regression);
 	EXPECT_EQ(change_of("C"), verdict_change::regression);
-	EXPECT_EQ(change_of("D"), verdict_change::changed);
+	EXPECT_EQ(change_of("D"), verdict_change::skipped);
+	EXPECT_EQ(change_of("movable-gup-ref"), verdict_change::changed);
 	EXPECT_EQ(change_of("movable-mlock"), verdict_change::improvement);
 	EXPECT_EQ(change_of(before["cases"].back()["id"]), verdict_change::disappeared);
 	EXPECT_EQ(change_of("ualink/new"), verdict_change::appeared);
-	EXPECT_EQ(c.regressions(), 3);
+	EXPECT_EQ(c.regressions(), 4);
 	EXPECT_EQ(c.exit_code(), 1);
 	EXPECT_EQ(c.cases.size(), before["cases"].size() + 1);
 }
@@ -103,6 +106,32 @@ TEST(ReportCompare, ImprovementAndSameRunExitZero)
 
 	auto same = run_pinmatrix("report --compare " + shell_quoted(passing) + " " + shell_quoted(passing));
 	EXPECT_EQ(same.exit_code, 0) << same.output;
+}
+
+// A QA gate between two kernels: on the new one the module does not load,
+// so every case SKIPs. That must fail the gate, not pass it quietly.
+TEST(ReportCompare, PassToSkipIsARegression)
+{
+	temp_dir dir;
+	auto r = run_pinmatrix("report --compare " + shell_quoted(save_run(dir, "old", sample_run())) + " " +
+			       shell_quoted(save_run(dir, "new", run_all_skipped())));
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	EXPECT_NE(r.output.find("pass -> skip"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("REGRESSION (now skipped): /dev/pinmatrix is absent"), std::string::npos) << r.output;
+	const size_t n = sample_run()["cases"].size();
+	EXPECT_NE(r.output.find(std::to_string(n) + " verdict regressions"), std::string::npos) << r.output;
+
+	// One case skipped is enough; skip -> pass is an improvement.
+	json one = sample_run();
+	record(one, "A")["verdict"] = "skip";
+	record(one, "A")["reason"] = "no RDMA device";
+	auto single = run_pinmatrix("report --compare " + shell_quoted(save_run(dir, "base", sample_run())) + " " +
+				    shell_quoted(save_run(dir, "one", one)));
+	EXPECT_EQ(single.exit_code, 1) << single.output;
+	EXPECT_NE(single.output.find("1 verdict regression (A)"), std::string::npos) << single.output;
+	auto back = run_pinmatrix("report --compare " + shell_quoted(dir / "one") + " " + shell_quoted(dir / "base"));
+	EXPECT_EQ(back.exit_code, 0) << back.output;
+	EXPECT_NE(back.output.find("improvement"), std::string::npos) << back.output;
 }
 
 TEST(ReportCompare, MissingCaseIsARegression)

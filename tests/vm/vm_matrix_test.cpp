@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -87,11 +89,12 @@ TEST_F(VmMatrix, EveryPlannedCasePassesOnce)
 			EXPECT_GT(c["latency_ns"].get<int64_t>(), 0) << c["id"];
 		}
 	}
-	// Both suites ran: the pin matrix and UALink against the reference model.
+	// Every suite ran: the pin matrix, UALink against the reference model,
+	// and the registrations that fail for other reasons (memlock).
 	std::set<std::string> suites;
 	for (const auto &c : doc_["cases"])
 		suites.insert(c["suite"]);
-	EXPECT_EQ(suites, (std::set<std::string>{"pin", "ualink"}));
+	EXPECT_EQ(suites, (std::set<std::string>{"pin", "ualink", "registration"}));
 }
 
 TEST_F(VmMatrix, RecordsKernelAndBootParameters)
@@ -161,6 +164,269 @@ TEST_F(VmMatrix, EveryPinWasReleased)
 	const auto &v = doc_["vmstat_after"];
 	EXPECT_GT(v["nr_foll_pin_acquired"].get<uint64_t>(), 0u);
 	EXPECT_EQ(v["nr_foll_pin_acquired"], v["nr_foll_pin_released"]);
+}
+
+// Registration telemetry and kernel traces (section 17 and 16.6), read from
+// the same run's records.
+namespace {
+
+const json &registration(const json &c, size_t i = 0)
+{
+	const auto &regs = c.at("observed").at("registrations");
+	if (regs.size() <= i)
+		throw std::runtime_error(c["id"].get<std::string>() + ": no registration " + std::to_string(i + 1));
+	return regs[i];
+}
+
+std::string hex(uint64_t v)
+{
+	char buf[32];
+	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+	return buf;
+}
+
+std::string trimmed(std::string s)
+{
+	return s.substr(std::min(s.size(), s.find_first_not_of(' ')));
+}
+
+} // namespace
+
+TEST_F(VmMatrix, KernelTraceWasSetUpThroughTracefsAndRemoved)
+{
+	const auto &kt = doc_["kernel_trace"];
+	EXPECT_TRUE(kt["available"].get<bool>()) << kt.dump(2);
+	EXPECT_TRUE(kt["removed"].get<bool>());
+	EXPECT_NE(kt["instance"].get<std::string>().find("/instances/pinmatrix-"), std::string::npos);
+	std::set<std::string> placed;
+	for (const auto &p : kt["probes"])
+		if (p["placed"].get<bool>())
+			placed.insert(p["role"]);
+		else
+			EXPECT_NE(p["note"].get<std::string>().find("skipped"), std::string::npos) << p.dump();
+	for (const char *role : {"ib_umem_get", "ib_umem_get_ret", "pin_user_pages_fast", "gup_longterm_ret", "migrate_pages_ret"})
+		EXPECT_TRUE(placed.count(role)) << role << ": " << kt.dump(2);
+	EXPECT_EQ(kt["tracepoints"].size(), 4u) << kt.dump(2);
+	EXPECT_FALSE(kt.contains("notes")) << kt.dump(2);
+}
+
+TEST_F(VmMatrix, EveryRegistrationHasATelemetryRecord)
+{
+	for (const auto &c : doc_["cases"]) {
+		if (c["suite"] == "ualink")
+			continue;
+		const auto &regs = c["observed"]["registrations"];
+		ASSERT_FALSE(regs.empty()) << c["id"];
+		for (const auto &r : regs) {
+			EXPECT_EQ(r["api"], "ibv_reg_mr") << c["id"];
+			EXPECT_EQ(r["allocation_class"], "host anonymous") << c["id"];
+			EXPECT_TRUE(r["foll_longterm_requested"].get<bool>()) << c["id"];
+			EXPECT_GT(r["length"].get<uint64_t>(), 0u) << c["id"];
+			EXPECT_TRUE(r["memlock"].contains("vm_pin_kb_before")) << c["id"];
+			EXPECT_FALSE(r["pages"].empty()) << c["id"];
+			EXPECT_TRUE(r["trace"]["from_trace"].get<bool>()) << c["id"] << " " << r["seq"];
+			EXPECT_EQ(r["trace"]["outcome"], r["errno"] == 0 ? "success" : "-" + r["errno_name"].get<std::string>().substr(0, r["errno_name"].get<std::string>().find(' ')))
+				<< c["id"];
+			EXPECT_EQ(r.contains("classification"), r["errno"] != 0) << c["id"];
+		}
+	}
+}
+
+TEST_F(VmMatrix, CaseB_TracePathEndsInENOMEMAndTelemetrySaysPlacementBlockedByThePin)
+{
+	const auto &c = by_id(doc_, "B");
+	const auto &r = registration(c);
+	EXPECT_EQ(r["errno"], 12);
+	EXPECT_EQ(r["classification"]["class"], "long-term placement blocked by an existing pin")
+		<< r["classification"].dump(2);
+	EXPECT_NE(r["failure_stage"].get<std::string>().find("migration"), std::string::npos) << r["failure_stage"];
+	// The pin that blocked it, with its contract, on the page.
+	EXPECT_EQ(r["module_pins"][0]["contract"], "FOLL_PIN");
+	EXPECT_EQ(r["pages"][0]["module_pins"][0].get<std::string>().rfind("FOLL_PIN pin #", 0), 0u);
+	EXPECT_TRUE(r["pages"][0]["maybe_dma_pinned"].get<bool>());
+	EXPECT_EQ(r["pages"][0]["zone"], "Movable");
+	// The kernel's own account: MR_LONGTERM_PIN migration failed, -ENOMEM.
+	const auto &t = r["trace"];
+	EXPECT_EQ(t["outcome"], "-ENOMEM");
+	EXPECT_EQ(trimmed(t["lines"].back()).rfind("-ENOMEM", 0), 0u) << t["lines"].dump(2);
+	EXPECT_EQ(t["one_line"].get<std::string>().rfind("long-term pin requested / ", 0), 0u) << t["one_line"];
+	EXPECT_NE(t["one_line"].get<std::string>().find("/ migration fails / -ENOMEM"), std::string::npos) << t["one_line"];
+	EXPECT_EQ(t["migrate_failed"], 1);
+	EXPECT_EQ(t["gup_errno"], 12);
+	// The first pin asked for no placement check.
+	EXPECT_EQ(c["observed"]["kernel_trace"]["first_pin_path"]["foll_longterm"], false);
+	// And once it is released, the same registration migrates and succeeds.
+	EXPECT_EQ(registration(c, 1)["trace"]["outcome"], "success");
+	EXPECT_EQ(registration(c, 1)["trace"]["migrate_succeeded"], 1);
+}
+
+TEST_F(VmMatrix, CaseA_TraceShowsTheMigration)
+{
+	const auto &c = by_id(doc_, "A");
+	const auto &t = registration(c)["trace"];
+	EXPECT_EQ(t["outcome"], "success");
+	EXPECT_TRUE(t["migration_attempted"].get<bool>());
+	EXPECT_EQ(t["migrate_succeeded"], 1);
+	EXPECT_EQ(t["migrate_failed"], 0);
+	// P and Q from the migration entries agree with the module's probes.
+	const uint64_t P = c["observed"]["pfn_before"], Q = c["observed"]["pfn_after"];
+	EXPECT_EQ(t["migrated_from_pfn"], P);
+	EXPECT_EQ(t["migrated_to_pfn"], Q);
+	EXPECT_NE(t["one_line"].get<std::string>().find("/ migrate " + hex(P) + " -> " + hex(Q) + " / "), std::string::npos)
+		<< t["one_line"];
+	EXPECT_EQ(trimmed(t["lines"].back()).rfind("success", 0), 0u) << t["lines"].dump(2);
+}
+
+TEST_F(VmMatrix, MemlockQuotaIsClassifiedAsTheQuotaNotPlacement)
+{
+	const auto &c = by_id(doc_, "registration/memlock-quota");
+	EXPECT_EQ(c["verdict"], "pass") << c.value("reason", "");
+	const auto &r = registration(c);
+	EXPECT_EQ(r["errno"], 12);
+	EXPECT_EQ(r["classification"]["class"], "memlock quota") << r["classification"].dump(2);
+	EXPECT_LT(r["memlock"]["limit_bytes"].get<uint64_t>(), 4096u);
+	EXPECT_GT(r["memlock"]["limit_bytes"].get<uint64_t>(), 0u);
+	EXPECT_FALSE(r["memlock"]["cap_ipc_lock"].get<bool>());
+	EXPECT_EQ(r["trace"]["gup_reached"], false);
+	EXPECT_EQ(r["trace"]["outcome"], "-ENOMEM");
+	// The limit restored, the same page registers.
+	EXPECT_EQ(registration(c, 1)["errno"], 0);
+	// A zero limit is EPERM, which is not called an ENOMEM.
+	const auto &zero = registration(by_id(doc_, "registration/memlock-zero"));
+	EXPECT_EQ(zero["errno"], 1);
+	EXPECT_EQ(zero["classification"]["class"], "not ENOMEM");
+}
+
+// `pinmatrix explain` in a guest on processes started there, as a wrapper,
+// and the trace's cleanup (tests/vm/explain-guest.sh).
+class VmExplain : public ::testing::Test {
+protected:
+	static void SetUpTestSuite()
+	{
+		if (geteuid() != 0 || system("command -v qemu-system-x86_64 >/dev/null"))
+			return;
+		dir_ = out_dir("explain");
+		const std::string cmd = "bash " + std::string(PINMATRIX_SOURCE_DIR) + "/tests/vm/explain-guest.sh " +
+					std::string(PINMATRIX_BIN);
+		run_ = run_pinmatrix("vm --out " + dir_.string() + " --guest-cmd '" + cmd + "'");
+	}
+	void SetUp() override
+	{
+		require_vm();
+		ASSERT_EQ(run_.exit_code, 0) << run_.output;
+	}
+	static std::string file(const std::string &name)
+	{
+		std::ifstream in(dir_ / "guest" / "explain" / name);
+		std::ostringstream s;
+		s << in.rdbuf();
+		return s.str();
+	}
+	static json json_file(const std::string &name)
+	{
+		const std::string text = file(name);
+		try {
+			return json::parse(text);
+		} catch (const std::exception &e) {
+			ADD_FAILURE() << name << ": " << e.what() << "\n" << text << "\n" << file(name.substr(0, name.find('.')) + ".err");
+			return json::object();
+		}
+	}
+	static inline fs::path dir_;
+	static inline pinmatrix::test::command_result run_;
+};
+
+TEST_F(VmExplain, SmallMemlockLimitWithoutCapIpcLockMeansTheQuota)
+{
+	EXPECT_EQ(file("memlock.rc"), "0\n") << file("memlock.txt");
+	const std::string text = file("memlock.txt");
+	EXPECT_NE(text.find("RLIMIT_MEMLOCK 1 KiB (hard 1 KiB)"), std::string::npos) << text;
+	EXPECT_NE(text.find("CAP_IPC_LOCK no"), std::string::npos) << text;
+	EXPECT_NE(text.find("allocation class  host stack"), std::string::npos) << text;
+	EXPECT_NE(text.find("would most likely mean: memlock quota"), std::string::npos) << text;
+	const json j = json_file("memlock.json");
+	EXPECT_EQ(j["classification"]["class"], "memlock quota");
+	EXPECT_EQ(j["memlock"]["limit_bytes"], 1024);
+	// Root in the guest: PFNs and zones are visible without the module.
+	bool zone = false;
+	for (const auto &p : j["pages"])
+		zone |= p.contains("zone") && p.contains("pfn");
+	EXPECT_TRUE(zone) << j["pages"].dump();
+}
+
+TEST_F(VmExplain, PagesInZoneMovableMeanPlacementWhenMemlockIsNoLimit)
+{
+	const json j = json_file("plain.json");
+	EXPECT_EQ(j["memlock"]["cap_ipc_lock"], true);
+	size_t movable = 0;
+	for (const auto &p : j["pages"])
+		movable += p.value("zone", "") == "Movable";
+	// With movablecore= a process's anonymous pages come from ZONE_MOVABLE.
+	ASSERT_GT(movable, 0u) << j["pages"].dump();
+	EXPECT_EQ(j["classification"]["class"], "long-term placement blocked by an existing pin") << j.dump(2);
+	EXPECT_EQ(j["classification"]["rule"], "placement-blocked-by-unseen-pin");
+}
+
+TEST_F(VmExplain, BadPidAndRangeExitTwo)
+{
+	EXPECT_EQ(file("badpid.rc"), "2\n");
+	EXPECT_NE(file("badpid.txt").find("no such process"), std::string::npos) << file("badpid.txt");
+	EXPECT_EQ(file("badrange.rc"), "2\n");
+	EXPECT_NE(file("badrange.txt").find("is not mapped"), std::string::npos) << file("badrange.txt");
+}
+
+TEST_F(VmExplain, WrapperExplainsTheCommandsFailedRegistration)
+{
+	// ibv_rc_pingpong fails on "Couldn't register MR" and exits 1; explain
+	// passes its status on.
+	EXPECT_EQ(file("wrapper.rc"), "1\n") << file("wrapper.txt");
+	const std::string text = file("wrapper.txt");
+	EXPECT_NE(text.find("Couldn't register MR"), std::string::npos) << text;
+	EXPECT_NE(text.find("failed: 1"), std::string::npos) << text;
+	EXPECT_NE(text.find("(ibv_rc_pingpong)"), std::string::npos) << text;
+	EXPECT_NE(text.find("what it most likely means: memlock quota"), std::string::npos) << text;
+	const json j = json_file("wrapper.json");
+	EXPECT_EQ(j["exit_code"], 1);
+	ASSERT_EQ(j["failed"].size(), 1u) << j.dump(2);
+	const auto &f = j["failed"][0];
+	EXPECT_EQ(f["errno"], 12);
+	EXPECT_EQ(f["classification"]["class"], "memlock quota");
+	EXPECT_EQ(f["trace"]["gup_reached"], false);
+	EXPECT_EQ(f["trace"]["outcome"], "-ENOMEM");
+}
+
+TEST_F(VmExplain, WrapperAroundCaseBSeesPlacementBlockedByAPinItCannotSee)
+{
+	EXPECT_EQ(file("wrapper-b.rc"), "0\n") << file("wrapper-b.err");
+	const json j = json_file("wrapper-b.json");
+	ASSERT_EQ(j["failed"].size(), 1u) << j.dump(2);
+	const auto &f = j["failed"][0];
+	EXPECT_EQ(f["errno"], 12);
+	EXPECT_EQ(f["classification"]["class"], "long-term placement blocked by an existing pin") << f.dump(2);
+	EXPECT_EQ(f["classification"]["rule"], "placement-blocked-by-unseen-pin");
+	EXPECT_EQ(f["trace"]["migrate_failed"], 1);
+	EXPECT_EQ(f["trace"]["outcome"], "-ENOMEM");
+	EXPECT_NE(f["failure_stage"].get<std::string>().find("migration"), std::string::npos);
+	// Decided by the kernel's own account, whatever explain could still read
+	// of the page (on a one-CPU guest it runs after the case moved on).
+	EXPECT_NE(f["classification"]["facts"].dump().find("migrate_pages(MR_LONGTERM_PIN) moved 0, failed 1"),
+		  std::string::npos)
+		<< f["classification"].dump(2);
+}
+
+TEST_F(VmExplain, NoProbeOrInstanceIsLeftBehind)
+{
+	// After a run that also found a killed run's leftovers...
+	EXPECT_EQ(file("run.rc"), "0\n") << file("run.txt");
+	EXPECT_EQ(file("after-run.txt"), "0 0 ") << "kprobe lines, instances";
+	const json doc = json_file("run/results.json");
+	const auto removed = doc["kernel_trace"]["removed_leftovers"].dump();
+	EXPECT_NE(removed.find("instance pinmatrix-999999"), std::string::npos) << removed;
+	EXPECT_NE(removed.find("probe pinmatrix_999999/leftover"), std::string::npos) << removed;
+	// ... and after a SIGTERM in the middle of one.
+	EXPECT_NE(file("during-run.txt"), "0\n") << "the probes were in place when the signal came";
+	EXPECT_EQ(file("term.rc"), "143\n") << file("term.txt");
+	EXPECT_EQ(file("after-term.txt"), "0 0 ") << file("term.txt");
 }
 
 TEST(VmFaults, GuestPanicIsAnErrorAndKeepsWhatFinished)

@@ -1,0 +1,678 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "explain.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kernel_trace.hpp"
+#include "mapping.hpp"
+#include "pin_module.hpp"
+#include "proc_pages.hpp"
+#include "registration_telemetry.hpp"
+#include "sys_error.hpp"
+#include "tracefs.hpp"
+#include "unique_fd.hpp"
+#include "verdict.hpp"
+
+namespace pinmatrix {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t max_pages_examined = size_t(1) << 18;	// 1 GiB of 4 KiB pages
+constexpr size_t pages_listed = 16;
+
+std::string hex(uint64_t v)
+{
+	char buf[32];
+	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+	return buf;
+}
+
+std::string bytes_text(uint64_t n)
+{
+	char buf[64];
+	if (n >= (uint64_t(1) << 30))
+		std::snprintf(buf, sizeof(buf), "%.1f GiB", double(n) / double(uint64_t(1) << 30));
+	else if (n >= (uint64_t(1) << 20))
+		std::snprintf(buf, sizeof(buf), "%.1f MiB", double(n) / double(uint64_t(1) << 20));
+	else if (n >= 1024 && n % 1024 == 0)
+		std::snprintf(buf, sizeof(buf), "%llu KiB", static_cast<unsigned long long>(n / 1024));
+	else
+		std::snprintf(buf, sizeof(buf), "%llu bytes", static_cast<unsigned long long>(n));
+	return buf;
+}
+
+std::optional<uint64_t> parse_hex(std::string s)
+{
+	if (s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0)
+		s = s.substr(2);
+	if (s.empty() || s.size() > 16 || s.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+		return std::nullopt;
+	return std::stoull(s, nullptr, 16);
+}
+
+std::optional<uint64_t> parse_length(std::string s)
+{
+	if (s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0)
+		return parse_hex(s);
+	uint64_t mult = 1;
+	if (!s.empty()) {
+		switch (s.back()) {
+		case 'k': case 'K': mult = 1ULL << 10; break;
+		case 'm': case 'M': mult = 1ULL << 20; break;
+		case 'g': case 'G': mult = 1ULL << 30; break;
+		default: break;
+		}
+		if (mult != 1)
+			s.pop_back();
+	}
+	if (s.empty() || s.size() > 15 || s.find_first_not_of("0123456789") != std::string::npos)
+		return std::nullopt;
+	return std::stoull(s) * mult;
+}
+
+// Everything one registration's report says.
+struct diagnosis {
+	std::string title;
+	int err = 0;			// what it failed with; 0 in the pid form (hypothetical ENOMEM)
+	bool hypothetical = false;
+	uint64_t address = 0, length = 0;
+	std::string allocation_class, mapping;
+	std::optional<process_memlock> memlock;
+	std::string memlock_note;
+	std::vector<proc_page> pages;
+	size_t pages_total = 0;
+	std::string pages_note;
+	std::optional<trace_path> trace;
+	registration_facts facts;
+	classification cls;
+	std::string stage;
+	std::vector<std::string> notes;
+};
+
+std::string memlock_text(const process_memlock &m)
+{
+	auto limit = [](const std::optional<uint64_t> &v) { return v ? bytes_text(*v) : std::string("unlimited"); };
+	return "RLIMIT_MEMLOCK " + limit(m.soft) + " (hard " + limit(m.hard) + "), VmPin " +
+	       std::to_string(m.vm_pin_kb) + " kB, VmLck " + std::to_string(m.vm_lck_kb) + " kB, CAP_IPC_LOCK " +
+	       (m.cap_ipc_lock ? "yes" : "no");
+}
+
+std::string page_line(const proc_page &p)
+{
+	std::string s = hex(p.address) + "  ";
+	if (!p.present)
+		return s + (p.swapped ? "swapped out" : "not present (a registration faults it in)");
+	if (!p.pfn)
+		return s + "present, PFN hidden (needs CAP_SYS_ADMIN)";
+	s += "pfn " + hex(*p.pfn) + "  zone " + (p.zone.empty() ? "?" : p.zone);
+	if (!p.cma_area.empty())
+		s += "  CMA area " + p.cma_area + " (pageblock MIGRATE_CMA)";
+	if (p.longterm_pinnable)
+		s += *p.longterm_pinnable ? "  long-term pinnable" : "  NOT long-term pinnable";
+	if (p.kpageflags)
+		s += "  " + kpageflags_text(*p.kpageflags);
+	if (p.mapcount)
+		s += "  mapcount " + std::to_string(*p.mapcount);
+	return s;
+}
+
+// The facts for the classification, from what /proc and the trace show.
+registration_facts facts_of(const diagnosis &d, const memory_state &mem)
+{
+	registration_facts f;
+	f.err = d.hypothetical ? ENOMEM : d.err;
+	f.foll_longterm = true;
+	f.page_size = page_size();
+	f.length = d.length;
+	if (d.memlock && d.memlock->known) {
+		f.memlock_known = true;
+		f.memlock_limit = d.memlock->soft;
+		f.cap_ipc_lock = d.memlock->cap_ipc_lock;
+		f.vm_pin_bytes = d.memlock->vm_pin_kb * 1024;
+	}
+	f.pages = d.pages_total;
+	std::set<std::string> where;
+	for (const auto &p : d.pages) {
+		if (!p.longterm_pinnable)
+			continue;
+		f.pages_placement_known++;
+		if (!*p.longterm_pinnable) {
+			f.pages_not_longterm_pinnable++;
+			where.insert(p.cma_area.empty() ? "zone " + p.zone : "pageblock MIGRATE_CMA");
+		}
+	}
+	for (const auto &w : where)
+		f.not_pinnable_where += (f.not_pinnable_where.empty() ? "" : ", ") + w;
+	f.pins_visible = false;	// nobody exports another process's pins
+	f.mem_available = mem.mem_available;
+	f.min_free = mem.min_free;
+	if (d.trace && d.trace->from_trace) {
+		f.traced = true;
+		f.gup_reached = d.trace->gup_reached;
+		f.migration_attempted = d.trace->migration_attempted;
+		f.migrate_failed = d.trace->migrate_failed;
+		f.migrate_succeeded = d.trace->migrate_succeeded;
+		f.gup_errno = d.trace->gup_errno;
+		f.umem_errno = d.trace->umem_errno;
+	}
+	return f;
+}
+
+void classify(diagnosis &d)
+{
+	d.facts = facts_of(d, read_memory_state());
+	d.cls = classify_failure(d.facts);
+	if (!d.hypothetical)
+		d.stage = failure_stage(d.facts, d.trace ? &*d.trace : nullptr);
+}
+
+std::string module_note()
+{
+	return std::string(::access(default_device_path, F_OK) == 0
+				   ? "/dev/pinmatrix is loaded, but the test module only probes and pins within its "
+				     "caller's own memory"
+				   : "the test module is not loaded (it would only see its caller's own memory anyway)") +
+	       ": placement from /proc/PID/pagemap, /proc/kpageflags, /proc/zoneinfo and the debugfs CMA "
+	       "areas; pins are not visible (Linux exports no per-page pin count), so a blocking pin is "
+	       "inferred, not seen";
+}
+
+void print(std::ostream &out, const diagnosis &d)
+{
+	out << d.title << "\n";
+	auto row = [&](const char *label, const std::string &value) {
+		if (!value.empty())
+			out << "  " << label << std::string(18 - std::min<size_t>(17, strlen(label)), ' ') << value << "\n";
+	};
+	row("range", hex(d.address) + "-" + hex(d.address + d.length) + " (" + bytes_text(d.length) + ")");
+	row("allocation class", d.allocation_class);
+	row("mapping", d.mapping);
+	if (d.memlock && d.memlock->known)
+		row("memlock", memlock_text(*d.memlock) + d.memlock_note);
+	else
+		row("memlock", "unknown" + d.memlock_note);
+	if (!d.hypothetical) {
+		row("errno", errno_name(d.err));
+		row("failure stage", d.stage);
+	}
+	size_t present = 0, movable = 0, cma = 0, hidden = 0;
+	for (const auto &p : d.pages) {
+		present += p.present;
+		hidden += p.present && !p.pfn;
+		movable += p.zone == "Movable";
+		cma += !p.cma_area.empty();
+	}
+	if (!d.pages.empty() || !d.pages_note.empty()) {
+		std::string summary = std::to_string(d.pages_total) + (d.pages_total == 1 ? " page, " : " pages, ") +
+				      std::to_string(present) + " present";
+		if (present > hidden)
+			summary += ": " + std::to_string(movable) + " in ZONE_MOVABLE, " + std::to_string(cma) + " in CMA" +
+				   (movable + cma ? " (a long-term pin must migrate those)" : "");
+		if (hidden)
+			summary += "; PFNs hidden for " + std::to_string(hidden) + " (needs CAP_SYS_ADMIN)";
+		row("pages", summary + d.pages_note);
+		// Present pages one by one; runs of absent ones as one line.
+		size_t listed = 0, i = 0;
+		for (; i < d.pages.size() && listed < pages_listed; listed++) {
+			if (d.pages[i].present) {
+				out << "    " << page_line(d.pages[i++]) << "\n";
+				continue;
+			}
+			size_t j = i;
+			while (j < d.pages.size() && !d.pages[j].present && d.pages[j].swapped == d.pages[i].swapped)
+				j++;
+			if (j - i == 1)
+				out << "    " << page_line(d.pages[i]) << "\n";
+			else
+				out << "    " << hex(d.pages[i].address) << "-" << hex(d.pages[j - 1].address + page_size()) << "  "
+				    << j - i << " pages " << (d.pages[i].swapped ? "swapped out" : "not present (a registration faults them in)")
+				    << "\n";
+			i = j;
+		}
+		if (i < d.pages.size())
+			out << "    ... " << d.pages.size() - i << " more pages\n";
+	}
+	if (d.trace) {
+		out << "  kernel path" << (d.trace->from_trace ? "" : " (not traced)") << "\n";
+		std::istringstream lines(d.trace->text());
+		for (std::string l; std::getline(lines, l);)
+			out << "    " << l << "\n";
+	}
+	out << "  " << (d.hypothetical ? "an ENOMEM from ibv_reg_mr on this range would most likely mean"
+				       : "what it most likely means")
+	    << ": " << d.cls.label << " (rule " << d.cls.rule << ")\n";
+	for (const auto &f : d.cls.facts)
+		out << "    - " << f << "\n";
+	for (const auto &r : d.cls.ruled_out)
+		out << "    ruled out " << r << "\n";
+	for (const auto &n : d.notes)
+		out << "  note: " << n << "\n";
+}
+
+json to_json(const diagnosis &d)
+{
+	json pages = json::array();
+	for (const auto &p : d.pages) {
+		json j = {{"address", p.address}, {"present", p.present}, {"swapped", p.swapped}};
+		if (p.pfn)
+			j["pfn"] = *p.pfn;
+		if (!p.zone.empty())
+			j["zone"] = p.zone;
+		if (!p.cma_area.empty())
+			j["cma_area"] = p.cma_area;
+		if (p.longterm_pinnable)
+			j["longterm_pinnable"] = *p.longterm_pinnable;
+		if (p.kpageflags)
+			j["kpageflags"] = kpageflags_text(*p.kpageflags);
+		if (p.mapcount)
+			j["mapcount"] = *p.mapcount;
+		pages.push_back(j);
+	}
+	json j = {{"title", d.title},
+		  {"address", d.address},
+		  {"length", d.length},
+		  {"allocation_class", d.allocation_class},
+		  {"mapping", d.mapping},
+		  {"pages", pages},
+		  {"pages_total", d.pages_total},
+		  {"classification", to_json(d.cls)},
+		  {"hypothetical_enomem", d.hypothetical},
+		  {"notes", d.notes}};
+	if (!d.hypothetical) {
+		j["errno"] = d.err;
+		j["errno_name"] = errno_name(d.err);
+		j["failure_stage"] = d.stage;
+	}
+	if (d.memlock && d.memlock->known)
+		j["memlock"] = {{"limit_bytes", d.memlock->soft ? json(*d.memlock->soft) : json("unlimited")},
+				{"hard_limit_bytes", d.memlock->hard ? json(*d.memlock->hard) : json("unlimited")},
+				{"cap_ipc_lock", d.memlock->cap_ipc_lock},
+				{"vm_pin_kb", d.memlock->vm_pin_kb},
+				{"vm_lck_kb", d.memlock->vm_lck_kb}};
+	if (d.trace)
+		j["trace"] = to_json(*d.trace);
+	return j;
+}
+
+// Mapping and pages of [addr, addr + length) of pid; best effort for a
+// process that may be gone (the wrapper form).
+void read_placement(diagnosis &d, pid_t pid)
+{
+	const uint64_t ps = page_size();
+	const uint64_t first = d.address / ps * ps;
+	const uint64_t end = (d.address + d.length + ps - 1) / ps * ps;
+	d.pages_total = (end - first) / ps;
+	const auto maps = read_maps(pid);
+	const auto vmas = mappings_of(maps, first, end - first);
+	if (!vmas.empty()) {
+		d.allocation_class = allocation_class(vmas.front());
+		for (const auto &m : vmas)
+			d.mapping += (d.mapping.empty() ? "" : "; ") + hex(m.start) + "-" + hex(m.end) + " " + m.perms +
+				     (m.path.empty() ? " (anonymous)" : " " + m.path);
+	}
+	const size_t n = std::min<size_t>(d.pages_total, max_pages_examined);
+	d.pages = read_proc_pages(pid, first, n);
+	if (n < d.pages_total)
+		d.pages_note = "; examined the first " + std::to_string(n) + " pages";
+}
+
+pid_t checked_pid(pid_t pid)
+{
+	if (pid <= 0)
+		throw usage_error("pid " + std::to_string(pid) + ": not a process id");
+	if (kill(pid, 0) && errno == ESRCH)
+		throw usage_error("pid " + std::to_string(pid) + ": no such process");
+	if (::access(("/proc/" + std::to_string(pid) + "/pagemap").c_str(), R_OK))
+		throw usage_error("pid " + std::to_string(pid) + ": cannot read /proc/" + std::to_string(pid) +
+				  "/pagemap (" + strerror(errno) + "): run as root or as its owner");
+	return pid;
+}
+
+int explain_pid(const explain_options &opt, std::ostream &out)
+{
+	const pid_t pid = checked_pid(*opt.pid);
+	const address_range r = parse_address_range(opt.range);
+	std::vector<vma> maps;
+	try {
+		maps = read_maps(pid);
+	} catch (const std::system_error &e) {
+		throw usage_error("pid " + std::to_string(pid) + ": " + e.what());
+	}
+	// The whole range must be mapped: ibv_reg_mr of a hole fails with EFAULT.
+	uint64_t covered = r.start;
+	for (const auto &m : mappings_of(maps, r.start, r.end - r.start))
+		if (m.start <= covered && m.end > covered)
+			covered = m.end;
+	if (covered < r.end) {
+		std::string near;
+		for (const auto &m : maps)
+			if (m.end > r.start && near.size() < 200)
+				near += "; " + hex(m.start) + "-" + hex(m.end) + " " + m.perms + (m.path.empty() ? "" : " " + m.path);
+		throw usage_error("range " + hex(r.start) + "-" + hex(r.end) + " is not mapped in pid " + std::to_string(pid) +
+				  " from " + hex(covered) + " (see /proc/" + std::to_string(pid) + "/maps" + near + ")");
+	}
+
+	diagnosis d;
+	d.hypothetical = true;
+	d.address = r.start;
+	d.length = r.end - r.start;
+	d.memlock = read_process_memlock(pid);
+	d.title = "pinmatrix explain: pid " + std::to_string(pid) + " (" + d.memlock->name + ")";
+	read_placement(d, pid);
+	d.notes.push_back(module_note());
+	if (geteuid() != 0)
+		d.notes.push_back("not root: PFNs, page flags and zones are hidden");
+	classify(d);
+	if (opt.json)
+		out << to_json(d).dump(2) << "\n";
+	else
+		print(out, d);
+	return 0;
+}
+
+// One registration of a wrapped command, cut from the trace: its events
+// from ib_umem_get on, and what was read of its process meanwhile.
+struct seen_registration {
+	int pid = 0;
+	std::string task;
+	std::vector<trace_event> events;
+	std::optional<process_memlock> memlock;
+	std::vector<proc_page> pages;
+	std::string allocation_class, mapping;
+	std::string when;		// when its process was read
+	std::string placement_error;	// why its pages could not be read
+	trace_event entry;		// its ib_umem_get
+};
+
+int explain_command(const explain_options &opt, std::ostream &out)
+{
+	auto trace = trace_session::start();
+	int ready[2];
+	if (pipe2(ready, O_CLOEXEC))
+		throw last_sys_error("pipe2");
+	std::cout.flush();
+	const pid_t child = fork();
+	if (child < 0)
+		throw last_sys_error("fork");
+	if (child == 0) {
+		::close(ready[1]);
+		char c;
+		while (::read(ready[0], &c, 1) < 0 && errno == EINTR)
+			;
+		// With --json, standard output is the JSON alone: the command's goes
+		// to standard error.
+		if (opt.json)
+			dup2(STDERR_FILENO, STDOUT_FILENO);
+		std::vector<char *> argv;
+		for (const auto &a : opt.command)
+			argv.push_back(const_cast<char *>(a.c_str()));
+		argv.push_back(nullptr);
+		execvp(argv[0], argv.data());
+		std::fprintf(stderr, "pinmatrix explain: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	::close(ready[0]);
+	// Its processes stop once as they exit (PTRACE_EVENT_EXIT, their memory
+	// still there), so that a command that gives up on a failed
+	// registration is still read; fork, vfork and clone follow it.
+	const bool traced_exits =
+		ptrace(PTRACE_SEIZE, child, nullptr,
+		       PTRACE_O_TRACEEXIT | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE) == 0;
+	trace->follow(child);
+	unique_fd pipe_fd(trace->open_pipe());
+	::close(ready[1]);	// go
+
+	std::string text, partial;
+	std::map<std::pair<int, int>, seen_registration> snapshots;	// (pid, n-th ib_umem_get)
+	std::map<int, int> umem_count;
+	auto read_process = [&](int pid, const trace_event &entry, seen_registration &s, const char *when) {
+		auto memlock = read_process_memlock(pid);
+		if (memlock.known) {
+			s.memlock = memlock;
+			s.when = when;
+		}
+		try {
+			diagnosis d;
+			d.address = uint64_t(entry.number("addr").value_or(0));
+			d.length = uint64_t(entry.number("size").value_or(0));
+			read_placement(d, pid);
+			s.pages = d.pages;
+			s.allocation_class = d.allocation_class;
+			s.mapping = d.mapping;
+			s.placement_error.clear();
+		} catch (const std::exception &ex) {
+			s.placement_error = ex.what();
+		}
+	};
+	auto consume = [&](const std::string &chunk) {
+		partial += chunk;
+		size_t nl;
+		while ((nl = partial.find('\n')) != std::string::npos) {
+			const std::string line = partial.substr(0, nl + 1);
+			partial.erase(0, nl + 1);
+			text += line;
+			auto e = parse_trace_line(line);
+			if (!e || e->name != "ib_umem_get")
+				continue;
+			// Read its process now, while it runs (a long-lived one keeps
+			// its state); one that exits is read again at its exit stop.
+			seen_registration s;
+			s.entry = *e;
+			read_process(e->pid, *e, s, "read as ib_umem_get ran");
+			snapshots[{e->pid, umem_count[e->pid]++}] = s;
+		}
+	};
+	auto drain = [&] {
+		if (!pipe_fd)
+			return;
+		char buf[65536];
+		for (;;) {
+			ssize_t got = ::read(pipe_fd.get(), buf, sizeof(buf));
+			if (got <= 0)
+				break;
+			consume(std::string(buf, size_t(got)));
+		}
+	};
+	int status = 0;
+	bool done = false;
+	while (!done) {
+		if (pipe_fd) {
+			pollfd p{pipe_fd.get(), POLLIN, 0};
+			poll(&p, 1, 20);
+			drain();
+		} else {
+			usleep(20'000);
+		}
+		for (;;) {
+			int st = 0;
+			const pid_t w = waitpid(-1, &st, __WALL | WNOHANG);
+			if (w <= 0) {
+				if (w < 0 && errno == ECHILD)
+					done = true;
+				break;
+			}
+			if (WIFEXITED(st) || WIFSIGNALED(st)) {
+				if (w == child) {
+					status = st;
+					done = true;
+				}
+				continue;
+			}
+			if (!WIFSTOPPED(st))
+				continue;
+			const int event = st >> 16;
+			int deliver = 0;
+			if (event == PTRACE_EVENT_EXIT) {
+				// Its events are in the buffer by now; its memory still here.
+				drain();
+				for (auto &[key, s] : snapshots)
+					if (key.first == w && (s.pages.empty() || !s.memlock))
+						read_process(w, s.entry, s, "read as the process exited");
+			} else if (event == 0) {
+				deliver = WSTOPSIG(st);	// a signal for it: pass it on
+			}
+			ptrace(PTRACE_CONT, w, nullptr, deliver);
+		}
+	}
+	drain();
+	pipe_fd.reset();
+	trace->stop();
+	const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+
+	// Cut the events into registrations: each ib_umem_get of a process
+	// until its next one.
+	std::vector<seen_registration> regs;
+	std::map<int, size_t> open;
+	std::map<int, int> nth;
+	for (auto &e : parse_trace(text)) {
+		if (e.name == "ib_umem_get") {
+			const int n = nth[e.pid]++;
+			seen_registration s = snapshots.count({e.pid, n}) ? snapshots[{e.pid, n}] : seen_registration{};
+			s.pid = e.pid;
+			s.task = e.task;
+			regs.push_back(s);
+			open[e.pid] = regs.size() - 1;
+		}
+		if (open.count(e.pid))
+			regs[open[e.pid]].events.push_back(e);
+	}
+
+	std::string cmdline;
+	for (const auto &a : opt.command)
+		cmdline += (cmdline.empty() ? "" : " ") + a;
+	json doc = {{"command", opt.command}, {"exit_code", code}, {"kernel_trace", trace->describe()}};
+	std::ostringstream body;
+	int failed = 0;
+	json failures = json::array();
+	for (size_t i = 0; i < regs.size(); i++) {
+		const auto &r = regs[i];
+		std::optional<int> err;
+		for (const auto &e : r.events)
+			if (e.name == "provider_reg_mr_ret" || e.name == "ib_umem_get_ret")
+				if (auto x = return_errno(e))
+					err = *x;
+		if (!err)
+			continue;
+		failed++;
+		diagnosis d;
+		d.err = *err;
+		const trace_event &entry = r.events.front();
+		d.address = uint64_t(entry.number("addr").value_or(0));
+		d.length = uint64_t(entry.number("size").value_or(0));
+		d.title = "registration " + std::to_string(i + 1) + ": pid " + std::to_string(r.pid) + " (" + r.task + ")";
+		d.allocation_class = r.allocation_class;
+		d.mapping = r.mapping;
+		d.pages = r.pages;
+		const uint64_t ps = page_size();
+		d.pages_total = ((d.address + d.length + ps - 1) / ps) - d.address / ps;
+		if (r.memlock && r.memlock->known) {
+			d.memlock = r.memlock;
+			d.memlock_note = "  [" + r.when + "]";
+		} else {
+			d.memlock_note = "  (the process was gone before it could be read)";
+		}
+		path_inputs in;
+		in.err = d.err;
+		in.kernel_release = trace->kernel_release();
+		in.swp_pfn_bits = trace->swp_pfn_bits();
+		in.missing_roles = trace->missing_roles();
+		for (const auto &p : d.pages)
+			if (p.pfn) {
+				in.before = path_page{*p.pfn, p.zone, p.cma_area.empty() ? "" : "CMA", p.longterm_pinnable.value_or(true)};
+				break;
+			}
+		d.trace = reconstruct_path(r.events, in);
+		if (!r.placement_error.empty())
+			d.notes.push_back("its pages could not be read: " + r.placement_error);
+		if (!traced_exits)
+			d.notes.push_back("its processes' exits could not be followed (ptrace refused): a process that "
+					  "exits right after the failure may be gone before it is read");
+		d.notes.push_back(module_note());
+		classify(d);
+		print(body, d);
+		body << "\n";
+		failures.push_back(to_json(d));
+	}
+	doc["registrations_seen"] = regs.size();
+	doc["failed"] = failures;
+	if (opt.json) {
+		out << doc.dump(2) << "\n";
+		return code;
+	}
+	out << "pinmatrix explain: `" << cmdline << "` (pid " << child << ") exited " << code << "\n";
+	if (!trace->available()) {
+		out << "no kernel trace: its registrations cannot be seen here";
+		for (const auto &n : trace->describe().value("notes", json::array()))
+			out << " (" << n.get<std::string>() << ")";
+		out << "\n";
+		return code;
+	}
+	out << "registrations seen (ib_umem_get): " << regs.size() << ", failed: " << failed << "\n";
+	for (const auto &m : trace->missing_roles())
+		out << "  not traced on this kernel: " << m << "\n";
+	out << "\n" << body.str();
+	return code;
+}
+
+} // namespace
+
+address_range parse_address_range(const std::string &text)
+{
+	address_range r;
+	const size_t dash = text.find('-'), plus = text.find('+');
+	std::optional<uint64_t> start;
+	if (dash != std::string::npos) {
+		start = parse_hex(text.substr(0, dash));
+		auto end = parse_hex(text.substr(dash + 1));
+		if (!start || !end)
+			throw usage_error("range '" + text + "': expected START-END in hex (as /proc/PID/maps prints it)");
+		r.end = *end;
+	} else if (plus != std::string::npos) {
+		start = parse_hex(text.substr(0, plus));
+		auto len = parse_length(text.substr(plus + 1));
+		if (!start || !len)
+			throw usage_error("range '" + text + "': expected START+LENGTH (START hex, LENGTH in bytes, K, M, G or 0x hex)");
+		r.end = *start + *len;
+		if (r.end < *start)
+			throw usage_error("range '" + text + "': wraps around");
+	} else {
+		start = parse_hex(text);
+		if (!start)
+			throw usage_error("range '" + text + "': expected START-END, START+LENGTH or START (hex)");
+		r.end = *start + page_size();
+	}
+	r.start = *start;
+	if (r.end <= r.start)
+		throw usage_error("range '" + text + "': empty");
+	return r;
+}
+
+int explain(const explain_options &opt, std::ostream &out)
+{
+	if (!opt.command.empty()) {
+		if (opt.pid || !opt.range.empty())
+			throw usage_error("explain: give PID RANGE, or -- COMMAND, not both");
+		return explain_command(opt, out);
+	}
+	if (!opt.pid || opt.range.empty())
+		throw usage_error("explain: give PID RANGE (e.g. 1234 0x7f0000000000+64K), or -- COMMAND ARGS");
+	return explain_pid(opt, out);
+}
+
+} // namespace pinmatrix

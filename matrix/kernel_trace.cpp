@@ -1,0 +1,683 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "kernel_trace.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <sstream>
+
+namespace pinmatrix {
+
+using nlohmann::json;
+
+namespace {
+
+std::string hex(uint64_t v)
+{
+	char buf[32];
+	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+	return buf;
+}
+
+std::optional<int64_t> parse_int(std::string_view s, int base)
+{
+	if (s.empty())
+		return std::nullopt;
+	std::string t(s);
+	errno = 0;
+	char *end = nullptr;
+	int64_t v;
+	if (t[0] == '-')
+		v = std::strtoll(t.c_str(), &end, base);
+	else
+		v = static_cast<int64_t>(std::strtoull(t.c_str(), &end, base));
+	if (errno || !end || *end)
+		return std::nullopt;
+	return v;
+}
+
+std::optional<uint64_t> hex_field(const trace_event &e, const std::string &key)
+{
+	auto v = e.field(key);
+	if (!v)
+		return std::nullopt;
+	std::string_view s = *v;
+	if (s.substr(0, 2) == "0x")
+		s.remove_prefix(2);
+	auto n = parse_int(s, 16);
+	if (!n)
+		return std::nullopt;
+	return static_cast<uint64_t>(*n);
+}
+
+std::string errno_short(int err)
+{
+	const char *n = strerrorname_np(err);
+	return n ? n : "errno " + std::to_string(err);
+}
+
+std::string plural(int64_t n, const char *one, const char *many)
+{
+	return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+} // namespace
+
+std::optional<std::string> trace_event::field(const std::string &key) const
+{
+	auto it = fields.find(key);
+	if (it == fields.end())
+		return std::nullopt;
+	return it->second;
+}
+
+std::optional<int64_t> trace_event::number(const std::string &key) const
+{
+	auto v = field(key);
+	if (!v)
+		return std::nullopt;
+	if (v->rfind("0x", 0) == 0)
+		return parse_int(v->substr(2), 16);
+	return parse_int(*v, 10);
+}
+
+namespace {
+
+bool all_digits(std::string_view s)
+{
+	return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+std::string_view trim(std::string_view s)
+{
+	while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+		s.remove_prefix(1);
+	while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+		s.remove_suffix(1);
+	return s;
+}
+
+// A timestamp token "6.872656:".
+bool timestamp_token(std::string_view t)
+{
+	if (t.size() < 4 || t.back() != ':')
+		return false;
+	t.remove_suffix(1);
+	const size_t dot = t.find('.');
+	return dot != std::string_view::npos && all_digits(t.substr(0, dot)) && all_digits(t.substr(dot + 1));
+}
+
+} // namespace
+
+std::optional<trace_event> parse_trace_line(std::string_view line)
+{
+	// "       pinmatrix-139     [000] .....     6.872656: ib_umem_get: (ib_umem_get+0x0/0x3f0) addr=..."
+	// The irq/preempt flags column and the TGID column "(  139)" depend on
+	// trace options; the task name may hold spaces and dashes. Parsed by
+	// hand: std::regex costs milliseconds a line in an emulated guest.
+	const std::string_view s = trim(line);
+	if (s.empty() || s.front() == '#')
+		return std::nullopt;
+	size_t cpu_open = std::string_view::npos, cpu_close = 0;
+	for (size_t i = s.find(" ["); i != std::string_view::npos; i = s.find(" [", i + 1)) {
+		size_t j = i + 2;
+		while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])))
+			j++;
+		if (j > i + 2 && j < s.size() && s[j] == ']' && (j + 1 == s.size() || s[j + 1] == ' ')) {
+			cpu_open = i;
+			cpu_close = j;
+			break;
+		}
+	}
+	if (cpu_open == std::string_view::npos)
+		return std::nullopt;
+	std::string_view left = trim(s.substr(0, cpu_open));
+	if (!left.empty() && left.back() == ')') {	// the TGID column
+		const size_t paren = left.rfind('(');
+		if (paren == std::string_view::npos)
+			return std::nullopt;
+		left = trim(left.substr(0, paren));
+	}
+	const size_t dash = left.rfind('-');
+	if (dash == std::string_view::npos || !all_digits(left.substr(dash + 1)))
+		return std::nullopt;
+
+	std::string_view rest = s.substr(cpu_close + 1);
+	auto next_token = [&rest]() {
+		rest = trim(rest);
+		const size_t sp = rest.find(' ');
+		std::string_view t = rest.substr(0, sp);
+		rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp);
+		return t;
+	};
+	std::string_view ts = next_token();
+	if (!timestamp_token(ts))
+		ts = next_token();	// that was the flags column
+	if (!timestamp_token(ts))
+		return std::nullopt;
+	rest = trim(rest);
+	const size_t colon = rest.find(':');
+	if (colon == std::string_view::npos || colon == 0 || rest.substr(0, colon).find(' ') != std::string_view::npos)
+		return std::nullopt;
+
+	trace_event e;
+	e.raw = std::string(s);
+	e.task = std::string(left.substr(0, dash));
+	e.pid = std::stoi(std::string(left.substr(dash + 1)));
+	e.cpu = std::stoi(std::string(s.substr(cpu_open + 2, cpu_close - cpu_open - 2)));
+	e.timestamp = std::stod(std::string(ts.substr(0, ts.size() - 1)));
+	e.name = std::string(rest.substr(0, colon));
+	std::string_view text = rest.substr(colon + 1);
+	if (!text.empty() && text.front() == ' ')
+		text.remove_prefix(1);
+	e.text = std::string(text);
+
+	std::string_view args = e.text;
+	if (!args.empty() && args.front() == '(') {
+		// A kprobe's site; nested parentheses do not occur in it.
+		const size_t close = args.find(')');
+		if (close != std::string_view::npos) {
+			e.site = std::string(args.substr(1, close - 1));
+			args.remove_prefix(close + 1);
+			const size_t arrow = e.site.find(" <- ");
+			if (arrow != std::string::npos) {
+				e.caller = e.site.substr(0, arrow);
+				e.callee = e.site.substr(arrow + 4);
+			} else {
+				e.callee = e.site.substr(0, e.site.find('+'));
+			}
+		}
+	}
+	// key=value words, by hand as well.
+	std::istringstream words{std::string(args)};
+	for (std::string w; words >> w;) {
+		const size_t eq = w.find('=');
+		if (eq == std::string::npos || eq == 0)
+			continue;
+		std::string value = w.substr(eq + 1);
+		while (!value.empty() && value.back() == ',')
+			value.pop_back();
+		e.fields[w.substr(0, eq)] = value;
+	}
+	return e;
+}
+
+std::vector<trace_event> parse_trace(std::string_view text)
+{
+	std::vector<trace_event> out;
+	size_t start = 0;
+	while (start < text.size()) {
+		size_t end = text.find('\n', start);
+		if (end == std::string_view::npos)
+			end = text.size();
+		if (auto e = parse_trace_line(text.substr(start, end - start)))
+			out.push_back(std::move(*e));
+		start = end + 1;
+	}
+	return out;
+}
+
+std::string registration_marker(int seq, bool begin, const std::string &detail)
+{
+	return "pinmatrix: registration " + std::to_string(seq) + (begin ? " begin" : " end") +
+	       (detail.empty() ? "" : " " + detail);
+}
+
+std::optional<marker> parse_marker(const trace_event &e)
+{
+	static const std::string prefix = "pinmatrix: registration ";
+	if (e.name != "tracing_mark_write" || e.text.rfind(prefix, 0) != 0)
+		return std::nullopt;
+	std::istringstream in(e.text.substr(prefix.size()));
+	marker m;
+	std::string what;
+	if (!(in >> m.seq >> what) || (what != "begin" && what != "end"))
+		return std::nullopt;
+	m.begin = what == "begin";
+	std::getline(in, m.detail);
+	m.detail = std::string(trim(m.detail));
+	return m;
+}
+
+std::vector<trace_event> registration_events(const std::vector<trace_event> &all, int seq)
+{
+	std::vector<trace_event> out;
+	int pid = -1;
+	bool inside = false;
+	for (const auto &e : all) {
+		if (auto mk = parse_marker(e); mk && mk->seq == seq) {
+			if (mk->begin) {
+				inside = true;
+				pid = e.pid;
+				out.clear();
+				continue;
+			}
+			if (inside && e.pid == pid)
+				return out;
+		}
+		if (inside && e.pid == pid && e.name != "tracing_mark_write")
+			out.push_back(e);
+	}
+	return out;	// no end marker: what there is
+}
+
+std::vector<trace_event> events_outside_registrations(const std::vector<trace_event> &all, int pid)
+{
+	std::vector<trace_event> out;
+	bool inside = false;
+	for (const auto &e : all) {
+		if (e.pid != pid)
+			continue;
+		if (auto mk = parse_marker(e)) {
+			inside = mk->begin;
+			continue;
+		}
+		if (!inside && e.name != "tracing_mark_write")
+			out.push_back(e);
+	}
+	return out;
+}
+
+std::optional<int> return_errno(const trace_event &e, const std::string &key)
+{
+	auto v = e.field(key);
+	if (!v)
+		return std::nullopt;
+	int64_t n;
+	if (v->rfind("0x", 0) == 0) {
+		auto u = parse_int(v->substr(2), 16);
+		if (!u)
+			return std::nullopt;
+		n = *u;	// two's complement: 0xfffffffffffffff4 is -12
+	} else {
+		auto d = parse_int(*v, 10);
+		if (!d)
+			return std::nullopt;
+		n = *d;
+	}
+	if (n < 0 && n >= -4095)
+		return int(-n);
+	return std::nullopt;
+}
+
+namespace {
+
+struct foll_bit {
+	uint32_t bit;
+	const char *name;
+};
+
+// include/linux/mm.h of 6.1 (FOLL_PIN is internal: mm/internal.h).
+constexpr foll_bit foll_6_1[] = {
+	{0x01, "FOLL_WRITE"},	     {0x02, "FOLL_TOUCH"},	   {0x04, "FOLL_GET"},
+	{0x08, "FOLL_DUMP"},	     {0x10, "FOLL_FORCE"},	   {0x20, "FOLL_NOWAIT"},
+	{0x80, "FOLL_NOFAULT"},	     {0x100, "FOLL_HWPOISON"},	   {0x400, "FOLL_MIGRATION"},
+	{0x800, "FOLL_TRIED"},	     {0x2000, "FOLL_REMOTE"},	   {0x8000, "FOLL_ANON"},
+	{0x10000, "FOLL_LONGTERM"},  {0x20000, "FOLL_SPLIT_PMD"},  {0x40000, "FOLL_PIN"},
+	{0x80000, "FOLL_FAST_ONLY"}, {0x100000, "FOLL_PCI_P2PDMA"}, {0x200000, "FOLL_INTERRUPTIBLE"},
+};
+
+bool is_6_1(std::string_view release)
+{
+	return release.rfind("6.1.", 0) == 0 || release.rfind("6.1-", 0) == 0 || release == "6.1";
+}
+
+} // namespace
+
+std::optional<std::string> foll_flags_text(uint32_t flags, std::string_view kernel_release)
+{
+	if (!is_6_1(kernel_release))
+		return std::nullopt;
+	std::string out;
+	uint32_t left = flags;
+	for (const auto &b : foll_6_1)
+		if (flags & b.bit) {
+			out += (out.empty() ? "" : "|") + std::string(b.name);
+			left &= ~b.bit;
+		}
+	if (left)
+		out += (out.empty() ? "" : "|") + hex(left);
+	return out.empty() ? "0" : out;
+}
+
+bool foll_longterm_set(uint32_t flags, std::string_view kernel_release, bool &known)
+{
+	known = is_6_1(kernel_release);
+	return known && (flags & 0x10000);
+}
+
+std::optional<uint64_t> migration_pte_pfn(uint64_t pte, int swp_pfn_bits)
+{
+	if (swp_pfn_bits <= 0 || swp_pfn_bits > 50)
+		return std::nullopt;
+	// arch/x86/include/asm/pgtable_64.h: SWP_TYPE_BITS 5, the offset from
+	// bit 14 on, inverted (L1TF); the migration entry's young/dirty bits
+	// sit above the PFN bits.
+	const uint64_t offset = (~pte << 5) >> 14;
+	return offset & ((uint64_t(1) << swp_pfn_bits) - 1);
+}
+
+uint64_t present_pte_pfn(uint64_t pte)
+{
+	return (pte & 0x000ffffffffff000ULL) >> 12;
+}
+
+std::string trace_path::one_line() const
+{
+	std::string out;
+	for (const auto &s : steps) {
+		const size_t colon = s.text.find(": ");
+		out += (out.empty() ? "" : " / ") + (colon == std::string::npos ? s.text : s.text.substr(0, colon));
+	}
+	return out;
+}
+
+std::string trace_path::text() const
+{
+	std::string out;
+	for (const auto &s : steps)
+		out += std::string(size_t(s.depth) * 2, ' ') + s.text + "  [" + s.source + "]\n";
+	return out;
+}
+
+namespace {
+
+std::string mt_kernel_name(const std::string &mt)
+{
+	if (mt.empty() || mt == "unknown")
+		return "pageblock type unknown";
+	std::string up;
+	for (char c : mt)
+		up += char(std::toupper(static_cast<unsigned char>(c)));
+	return "MIGRATE_" + up;
+}
+
+// "pageblock = MIGRATE_CMA, zone Normal", "zone = ZONE_MOVABLE, pageblock MIGRATE_MOVABLE".
+std::string placement_text(const path_page &p, bool after)
+{
+	const std::string pb = after ? "pageblock(Q)" : "pageblock";
+	if (p.migratetype == "CMA")
+		return pb + " = MIGRATE_CMA, zone " + p.zone;
+	// Without the module (explain) the pageblock's type is not known.
+	const std::string block = p.migratetype.empty() || p.migratetype == "unknown"
+					  ? ""
+					  : ", " + pb + " " + mt_kernel_name(p.migratetype);
+	if (p.zone == "Movable")
+		return std::string(after ? "zone(Q)" : "zone") + " = ZONE_MOVABLE" + block;
+	return std::string(after ? "zone(Q) " : "zone ") + (p.zone.empty() ? "?" : p.zone) + block;
+}
+
+const trace_event *first(const std::vector<trace_event> &ev, const char *name)
+{
+	for (const auto &e : ev)
+		if (e.name == name)
+			return &e;
+	return nullptr;
+}
+
+const trace_event *last(const std::vector<trace_event> &ev, const char *name)
+{
+	const trace_event *out = nullptr;
+	for (const auto &e : ev)
+		if (e.name == name)
+			out = &e;
+	return out;
+}
+
+std::string callee_or(const trace_event *e, const char *fallback)
+{
+	return e && !e->callee.empty() ? e->callee.substr(0, e->callee.find('+')) : fallback;
+}
+
+} // namespace
+
+trace_path reconstruct_path(const std::vector<trace_event> &ev, const path_inputs &in)
+{
+	trace_path p;
+	auto add = [&](int depth, std::string text, const char *source) {
+		p.steps.push_back({std::move(text), source, depth});
+	};
+	p.outcome = in.err ? "-" + errno_short(in.err) : "success";
+	p.from_trace = !ev.empty();
+
+	if (!p.from_trace) {
+		// The probes alone: where the page was and where it ended.
+		p.notes.push_back("no kernel trace of this registration: the path is reconstructed from the page "
+				  "probes and the errno only");
+		add(0, "long-term pin requested: " + in.api + " -> ib_umem_get -> pin_user_pages_fast(FOLL_LONGTERM) "
+		       "(what the API does; not traced)", "telemetry");
+		if (in.before)
+			add(1, placement_text(*in.before, false) + (in.before->longterm_pinnable
+									? ": long-term pinnable, no migration needed"
+									: ": not long-term pinnable"),
+			    "module probe");
+		if (in.before && in.after && in.before->pfn != in.after->pfn) {
+			add(1, "migrate " + hex(in.before->pfn) + " -> " + hex(in.after->pfn), "module probe");
+			add(1, placement_text(*in.after, true), "module probe");
+		} else if (in.err && in.before && !in.before->longterm_pinnable) {
+			if (!in.existing_pins.empty()) {
+				std::string pins;
+				for (const auto &s : in.existing_pins)
+					pins += (pins.empty() ? "" : "; ") + s;
+				add(2, "source P has an existing pin: " + pins, "module probe");
+			}
+			add(2, "page not moved", "module probe");
+		}
+		add(1, in.err ? p.outcome + ": errno seen by " + in.api : "success", "telemetry");
+		return p;
+	}
+
+	const trace_event *umem = first(ev, "ib_umem_get");
+	const trace_event *umem_ret = last(ev, "ib_umem_get_ret");
+	const trace_event *pupf = first(ev, "pin_user_pages_fast");
+	const trace_event *pupf_ret = last(ev, "pin_user_pages_fast_ret");
+	const trace_event *gl_ret = last(ev, "gup_longterm_ret");
+	const trace_event *provider_ret = last(ev, "provider_reg_mr_ret");
+	int gup_entries = 0;
+	for (const auto &e : ev)
+		gup_entries += e.name == "gup_longterm";
+
+	p.umem_called = umem != nullptr || umem_ret != nullptr;
+	if (umem_ret)
+		p.umem_errno = return_errno(*umem_ret);
+	if (provider_ret)
+		p.provider_errno = return_errno(*provider_ret);
+	if (gl_ret)
+		p.gup_errno = return_errno(*gl_ret);
+	else if (pupf_ret)
+		p.gup_errno = return_errno(*pupf_ret);
+
+	// 1. Did ib_umem_get ask for a long-term pin?
+	std::string umem_call;
+	if (umem) {
+		umem_call = "ib_umem_get(";
+		if (auto a = hex_field(*umem, "addr"))
+			umem_call += hex(*a);
+		if (auto n = umem->number("size"))
+			umem_call += ", " + std::to_string(*n) + " bytes";
+		umem_call += ")";
+	}
+	if (pupf) {
+		p.gup_reached = true;
+		std::string flags_text;
+		if (auto f = hex_field(*pupf, "gup_flags")) {
+			bool known = false;
+			const bool lt = foll_longterm_set(uint32_t(*f), in.kernel_release, known);
+			if (known)
+				p.longterm_flag = lt;
+			auto names = foll_flags_text(uint32_t(*f), in.kernel_release);
+			flags_text = names ? *names : "gup_flags " + hex(*f) + " (not decoded for " + in.kernel_release + ")";
+		}
+		std::string call = "pin_user_pages_fast(";
+		if (auto n = pupf->number("nr_pages"))
+			call += plural(*n, "page", "pages");
+		call += (flags_text.empty() ? "" : ", " + flags_text) + ")";
+		const bool requested = p.longterm_flag.value_or(true);
+		add(0, std::string(requested ? "long-term pin requested" : "pin requested WITHOUT FOLL_LONGTERM") + ": " +
+			       (umem_call.empty() ? "" : umem_call + " -> ") + call,
+		    "trace");
+	} else if (p.umem_called && !in.missing("pin_user_pages_fast")) {
+		p.gup_reached = false;
+		add(0, "no long-term pin requested: " + (umem_call.empty() ? std::string("ib_umem_get") : umem_call) +
+			       " returned before calling pin_user_pages_fast (its memlock check, or a page-sized "
+			       "allocation)",
+		    "trace");
+	} else if (p.umem_called) {
+		add(0, (umem_call.empty() ? std::string("ib_umem_get") : umem_call) +
+			       ": whether it asked for a long-term pin is not traced (no pin_user_pages_fast probe)",
+		    "trace");
+	} else if (in.missing("ib_umem_get")) {
+		add(0, "ib_umem_get is not traced on this kernel: the path starts later", "trace");
+	} else {
+		add(0, "ib_umem_get not entered: the registration failed before the kernel pinned anything "
+		       "(user space, or uverbs before the umem)",
+		    "trace");
+	}
+
+	// A pin without FOLL_LONGTERM checks no placement: the incident's first pin.
+	if (p.longterm_flag == false && !first(ev, "mm_migrate_pages_start") && !first(ev, "mm_migrate_pages"))
+		add(1, "no placement check: without FOLL_LONGTERM the page is pinned where it is", "trace");
+
+	// 2. Where the page was, and whether the fast path refused it.
+	if (p.gup_reached == true && in.before) {
+		std::string detail = in.before->longterm_pinnable ? "long-term pinnable" : "not long-term pinnable";
+		if (gup_entries)
+			detail += "; the GUP fast path refused it (" + callee_or(first(ev, "gup_longterm"), "__gup_longterm_locked") +
+				  " entered)";
+		else if (in.before->longterm_pinnable)
+			detail += ": pinned on the fast path, no migration";
+		add(1, placement_text(*in.before, false) + ": " + detail, "module probe");
+	}
+
+	// 3. The migration MR_LONGTERM_PIN asked for.
+	std::vector<uint64_t> from, to;
+	int unmaps = 0;
+	for (const auto &e : ev) {
+		if (e.name == "mm_migrate_pages_start" && e.field("reason") == "longterm_pin")
+			p.migration_attempted = true;
+		if (e.name == "mm_migrate_pages" && e.field("reason") == "longterm_pin") {
+			p.migration_attempted = true;
+			p.migrate_succeeded += e.number("nr_succeeded").value_or(0);
+			p.migrate_failed += e.number("nr_failed").value_or(0);
+		}
+		if (e.name == "set_migration_pte") {
+			unmaps++;
+			if (auto pte = hex_field(e, "pte"))
+				if (auto pfn = migration_pte_pfn(*pte, in.swp_pfn_bits))
+					from.push_back(*pfn);
+		}
+		if (e.name == "remove_migration_pte")
+			if (auto pte = hex_field(e, "pte"))
+				to.push_back(present_pte_pfn(*pte));
+	}
+	if (!from.empty())
+		p.migrated_from = from.front();
+	for (uint64_t q : to)
+		if (!p.migrated_from || q != *p.migrated_from) {
+			p.migrated_to = q;
+			break;
+		}
+	const trace_event *mig_ret = last(ev, "migrate_pages_ret");
+	if (p.migration_attempted || mig_ret) {
+		std::string P = p.migrated_from ? hex(*p.migrated_from) : in.before ? hex(in.before->pfn) : "P";
+		std::string Q = p.migrated_to ? hex(*p.migrated_to)
+			       : (p.migrate_succeeded && in.after && (!in.before || in.after->pfn != in.before->pfn))
+				       ? hex(in.after->pfn)
+				       : "Q";
+		std::string counts = "migrate_pages(MIGRATE_SYNC, longterm_pin): " +
+				     std::to_string(p.migrate_succeeded) + " succeeded, " +
+				     std::to_string(p.migrate_failed) + " failed";
+		if (p.migrated_from && in.before && *p.migrated_from != in.before->pfn)
+			p.notes.push_back("the migration entry's PFN " + P + " differs from the probed PFN " +
+					  hex(in.before->pfn));
+		add(1, "migrate " + P + " -> " + Q + ": " + counts, "trace");
+		if (p.migrate_failed || (mig_ret && mig_ret->number("ret").value_or(0) != 0)) {
+			if (!in.existing_pins.empty()) {
+				std::string pins;
+				for (const auto &s : in.existing_pins)
+					pins += (pins.empty() ? "" : "; ") + s;
+				add(2, "source P has an existing pin: " + pins, "module probe");
+			} else {
+				add(2, "source P is held by a reference the module does not know (no pin it holds)",
+				    "module probe");
+			}
+			std::string how = unmaps ? "P was unmapped and restored " + plural(unmaps, "time", "times")
+						 : "P was never unmapped (its references did not add up)";
+			add(2, "migration fails: " + std::to_string(p.migrate_failed) + " of " +
+				       std::to_string(p.migrate_failed + p.migrate_succeeded) + " not migrated; " + how,
+			    "trace");
+		} else if (p.migrate_succeeded) {
+			if (gl_ret && !p.gup_errno)
+				add(1, "retry GUP: " + callee_or(gl_ret, "__gup_longterm_locked") + " pinned " +
+					       plural(gl_ret->number("ret").value_or(0), "page", "pages"),
+				    "trace");
+			if (in.after)
+				add(1, placement_text(*in.after, true) + (in.after->longterm_pinnable ? ": long-term pinnable"
+												       : ": STILL not long-term pinnable"),
+				    "module probe");
+		}
+	}
+
+	// 4. How it ended.
+	if (!in.err) {
+		std::string detail;
+		if (umem_ret)
+			detail = "ib_umem_get returned a umem";
+		if (provider_ret)
+			detail += (detail.empty() ? "" : ", ") + callee_or(provider_ret, "the driver") + " returned an MR";
+		add(1, "success" + (detail.empty() ? "" : ": " + detail), "trace");
+	} else {
+		std::string detail;
+		auto ret = [&](const trace_event *e) {
+			if (!e)
+				return;
+			if (auto err = return_errno(*e))
+				detail += (detail.empty() ? "" : ", ") + callee_or(e, e->name.c_str()) + " -" +
+					  std::to_string(*err);
+		};
+		ret(last(ev, "longterm_migrate_ret"));
+		ret(last(ev, "longterm_check_ret"));
+		ret(gl_ret);
+		ret(pupf_ret);
+		ret(umem_ret);
+		ret(provider_ret);
+		if (detail.empty())
+			detail = "no traced kernel function returned an error; " + in.api + " failed with " + errno_short(in.err);
+		add(1, p.outcome + ": " + detail, "trace");
+	}
+	return p;
+}
+
+json to_json(const trace_path &p)
+{
+	json steps = json::array(), lines = json::array();
+	for (const auto &s : p.steps) {
+		steps.push_back({{"text", s.text}, {"source", s.source}, {"depth", s.depth}});
+		lines.push_back(std::string(size_t(s.depth) * 2, ' ') + s.text);
+	}
+	json j = {{"outcome", p.outcome},
+		  {"from_trace", p.from_trace},
+		  {"one_line", p.one_line()},
+		  {"lines", lines},
+		  {"steps", steps},
+		  {"migration_attempted", p.migration_attempted},
+		  {"migrate_succeeded", p.migrate_succeeded},
+		  {"migrate_failed", p.migrate_failed}};
+	auto opt = [&](const char *key, const auto &v) {
+		if (v)
+			j[key] = *v;
+	};
+	opt("umem_called", p.umem_called);
+	opt("gup_reached", p.gup_reached);
+	opt("foll_longterm", p.longterm_flag);
+	opt("gup_errno", p.gup_errno);
+	opt("umem_errno", p.umem_errno);
+	opt("provider_errno", p.provider_errno);
+	opt("migrated_from_pfn", p.migrated_from);
+	opt("migrated_to_pfn", p.migrated_to);
+	if (!p.notes.empty())
+		j["notes"] = p.notes;
+	return j;
+}
+
+} // namespace pinmatrix

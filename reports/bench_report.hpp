@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// The benchmarks of a run (Google Benchmark JSON, benchmarks/README.md)
+// in the reports: results.json names the file ("benchmarks": "bench.json",
+// relative to the run directory). report.html plots them (latency vs size
+// per placement, log scales) and `report --compare` lists them per
+// benchmark: informational, unless a threshold makes a slowdown fail.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pinmatrix::report {
+
+// The bench JSON that results.json `doc` in run_dir names; nullopt when it
+// names none, or one that cannot be read (then *problem says why: the
+// reports go on without it).
+std::optional<nlohmann::json> load_bench(const std::filesystem::path &run_dir, const nlohmann::json &doc,
+					 std::string *problem = nullptr);
+
+// One benchmark of the file: repetitions folded into their median.
+struct bench_entry {
+	std::string name;		// run_name without "/manual_time" ("reg_mr/movable/4096")
+	std::string family;		// without the size ("reg_mr/movable")
+	std::optional<double> bytes;	// the size argument, for families that have one
+	double ns = 0;			// time per iteration, median over repetitions
+	size_t samples = 0;		// repetitions folded in
+	int64_t iterations = 0;
+	std::map<std::string, double> counters;	// of the median sample
+	std::string skipped;		// SkipWithError's reason; then ns is 0
+};
+// In file order. Aggregates (mean, median, stddev) are used only when the
+// file has no single runs (--benchmark_report_aggregates_only).
+std::vector<bench_entry> bench_entries(const nlohmann::json &bench);
+
+// <section id="benchmarks">: one log-log plot per group of families with
+// sizes (reg_mr by placement, the module's pins, UALink), ns per page for
+// the registrations, the harness overhead and a table of every benchmark.
+std::string bench_html_section(const nlohmann::json &bench);
+
+struct bench_change {
+	std::string name;
+	std::optional<double> before_ns, after_ns;	// nullopt: absent or skipped
+	std::string note;		// "skipped: ...", "new", "gone"
+	double ratio = 0;		// after / before, when both
+	bool slower = false;		// beyond the threshold (or 10 % informational)
+};
+struct bench_comparison {
+	std::vector<bench_change> rows;
+	std::optional<double> threshold_pct;	// the user's; nullopt: informational
+	int regressions() const;		// slower rows, when a threshold was given
+};
+bench_comparison compare_bench(const nlohmann::json &before, const nlohmann::json &after,
+			       std::optional<double> threshold_pct);
+std::string format_bench_comparison(const bench_comparison &c);
+
+// `report --compare OLD NEW`: the benchmarks of both runs, when either has
+// any (nothing printed otherwise). Returns 1 when a threshold was given and
+// a benchmark got slower beyond it, else 0.
+int compare_bench_runs(const std::filesystem::path &before, const std::filesystem::path &after,
+		       std::optional<double> threshold_pct, std::ostream &out);
+
+} // namespace pinmatrix::report

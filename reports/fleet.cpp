@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "fleet.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "report_input.hpp"
+#include "reports.hpp"
+#include "results.hpp"
+#include "sys_error.hpp"
+
+namespace pinmatrix {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+json read_optional(const fs::path &file)
+{
+	if (!fs::exists(file))
+		return nullptr;
+	try {
+		return read_json(file);
+	} catch (const std::exception &e) {
+		throw usage_error(file.string() + ": " + e.what());
+	}
+}
+
+std::string text(const json &j, const char *key, std::string fallback = "")
+{
+	return report::text_at(j, key, std::move(fallback));
+}
+
+// The facts worth a line each, in the order an engineer reads them.
+const std::vector<std::pair<const char *, const char *>> fact_lines = {
+	{"kernel_release", "kernel"},
+	{"cmdline", "command line"},
+	{"cma", "CMA (CmaTotal / CmaFree kB)"},
+	{"movable_zone", "ZONE_MOVABLE"},
+	{"rdma_devices", "RDMA devices"},
+	{"mlx5_core", "mlx5_core"},
+	{"nvidia", "nvidia"},
+	{"amdgpu", "amdgpu"},
+	{"iommu", "IOMMU"},
+	{"memlock", "memlock (run user)"},
+	{"kernel_headers", "kernel headers"},
+	{"io_uring", "io_uring"},
+};
+
+} // namespace
+
+json merge_fleet(const std::vector<fs::path> &node_dirs)
+{
+	if (node_dirs.empty())
+		throw usage_error("report --fleet: give one directory per node");
+	json fleet = {{"schema", results_schema}, {"fleet", true}, {"nodes", json::array()},
+		      {"groups", json::array()}, {"cases", json::array()}, {"complete", true}};
+	for (const auto &dir : node_dirs) {
+		if (!fs::is_directory(dir))
+			throw usage_error("report --fleet: " + dir.string() + " is not a directory");
+		json status = read_optional(dir / "status.json");
+		json facts = read_optional(dir / "facts.json");
+		json results = read_optional(dir / "results.json");
+		if (!status.is_object())
+			status = json::object();
+		const std::string node = text(status, "node", dir.filename().string());
+		std::string state = text(status, "state", results.is_object() ? "ran" : "failed");
+		std::string reason = text(status, "reason");
+		if (state == "ran" && !results.is_object()) {
+			state = "failed";
+			reason = "the run left no results.json" + (reason.empty() ? "" : ": " + reason);
+		}
+		const std::string release = results.is_object()
+						    ? text(results.value("kernel", json::object()), "release")
+						    : text(facts.is_object() ? facts : json::object(), "kernel_release",
+							   "unknown kernel");
+		const json kernel = {{"name", node}, {"release", release}};
+
+		json entry = {{"node", node}, {"state", state}, {"dir", dir.string()},
+			      {"facts", facts.is_object() ? facts : json::object()}, {"status", status}};
+		if (!reason.empty())
+			entry["reason"] = reason;
+		if (results.is_object()) {
+			report::check_schema(results, (dir / "results.json").string());
+			if (!results.value("complete", true) && state == "ran") {
+				state = "failed";
+				reason = "the run stopped before its last case (timeout or crash?)";
+				entry["state"] = state;
+				entry["reason"] = reason;
+			}
+			entry["verdict"] = results.value("verdict", "error");
+			entry["summary"] = results.value("summary", json::object());
+			for (const char *k : {"first_pin_source", "second_pin", "rdma_device", "restricted_placement",
+					      "memlock", "module", "gpu_drivers"})
+				if (results.contains(k))
+					entry["run"][k] = results[k];
+			for (auto c : results["cases"]) {
+				c["node"] = node;
+				c["kernel"] = kernel;
+				c["boot"] = {{"placement", results.value("restricted_placement", "")}};
+				fleet["cases"].push_back(c);
+			}
+		} else {
+			// One record stands for the node in the grid.
+			const bool cannot = state == "cannot_run";
+			json r = {{"id", "node"}, {"name", cannot ? "cannot-run-here" : "node-failed"},
+				  {"suite", "fleet"}, {"node", node}, {"kernel", kernel},
+				  {"boot", {{"placement", ""}}},
+				  {"verdict", cannot ? "skip" : "error"},
+				  {"reason", (cannot ? "cannot run here: " : "run failed: ") +
+						     (reason.empty() ? std::string("no reason recorded") : reason)}};
+			fleet["cases"].push_back(r);
+			entry["verdict"] = r["verdict"];
+			fleet["groups"].push_back({{"kernel", kernel}, {"boot", r["boot"]}, {"ended", r["reason"]}});
+		}
+		fleet["nodes"].push_back(entry);
+	}
+	const auto s = summarize_json(fleet["cases"]);
+	fleet["summary"] = {{"pass", s.pass}, {"fail", s.fail}, {"skip", s.skip}, {"error", s.error}};
+	fleet["verdict"] = name(s.overall);
+	return fleet;
+}
+
+std::string format_fleet_grid(const json &fleet)
+{
+	std::vector<std::string> nodes, ids;
+	for (const auto &n : fleet["nodes"])
+		nodes.push_back(n.value("node", "?"));
+	for (const auto &c : fleet["cases"]) {
+		const std::string id = c.value("id", "?");
+		if (std::find(ids.begin(), ids.end(), id) == ids.end())
+			ids.push_back(id);
+	}
+	auto cell = [&](const std::string &id, const std::string &node) {
+		for (const auto &c : fleet["cases"])
+			if (c.value("id", "") == id && c.value("node", "") == node) {
+				std::string v = c.value("verdict", "error");
+				std::transform(v.begin(), v.end(), v.begin(), ::toupper);
+				return v;
+			}
+		return std::string("-");
+	};
+	size_t w0 = 4;
+	for (const auto &id : ids)
+		w0 = std::max(w0, id.size());
+	std::vector<size_t> w;
+	for (const auto &n : nodes)
+		w.push_back(std::max<size_t>(n.size(), 5));
+	std::ostringstream out;
+	out << "case" << std::string(w0 - 4 + 2, ' ');
+	for (size_t i = 0; i < nodes.size(); i++)
+		out << nodes[i] << std::string(w[i] - nodes[i].size() + 2, ' ');
+	out << '\n';
+	for (const auto &id : ids) {
+		out << id << std::string(w0 - id.size() + 2, ' ');
+		for (size_t i = 0; i < nodes.size(); i++) {
+			const std::string v = cell(id, nodes[i]);
+			out << v << std::string(w[i] - v.size() + 2, ' ');
+		}
+		out << '\n';
+	}
+	for (const auto &n : fleet["nodes"])
+		if (n.contains("reason"))
+			out << n.value("node", "?") << ": " << (n["state"] == "cannot_run" ? "cannot run here: " : "")
+			    << n["reason"].get<std::string>() << '\n';
+	return out.str();
+}
+
+std::string format_fleet_markdown(const json &fleet)
+{
+	std::ostringstream out;
+	const auto &s = fleet["summary"];
+	out << "# pinmatrix fleet: " << fleet.value("verdict", "error") << "\n\n"
+	    << fleet["nodes"].size() << " nodes; cases pass " << s.value("pass", 0) << ", fail "
+	    << s.value("fail", 0) << ", skip " << s.value("skip", 0) << ", error " << s.value("error", 0)
+	    << ".\n\n## Node x case\n\n```\n" << format_fleet_grid(fleet) << "```\n";
+	for (const auto &n : fleet["nodes"]) {
+		out << "\n## " << n.value("node", "?") << ": " << n.value("state", "?");
+		if (n.contains("reason"))
+			out << " (" << (n["state"] == "cannot_run" ? "cannot run here: " : "")
+			    << n["reason"].get<std::string>() << ")";
+		out << "\n\n| fact | value |\n| --- | --- |\n";
+		const json &facts = n["facts"];
+		for (const auto &[key, label] : fact_lines)
+			if (const json *v = report::member(facts, key))
+				out << "| " << label << " | " << report::one_line(report::as_text(*v)) << " |\n";
+		if (n.contains("run"))
+			for (const auto &[k, v] : n["run"].items())
+				out << "| run: " << k << " | " << report::one_line(report::as_text(v)) << " |\n";
+		for (const auto &c : fleet["cases"])
+			if (c.value("node", "") == n.value("node", "") && c.contains("reason"))
+				out << "\n- " << c.value("id", "?") << ": " << c.value("verdict", "?") << ": "
+				    << report::one_line(c["reason"].get<std::string>());
+		out << "\n";
+	}
+	return out.str();
+}
+
+int fleet_report_command(const std::vector<fs::path> &node_dirs, const fs::path &out)
+{
+	if (out.empty())
+		throw usage_error("report --fleet: --out DIR is required");
+	const json fleet = merge_fleet(node_dirs);
+	fs::create_directories(out);
+	const std::string md = format_fleet_markdown(fleet);
+	write_json_atomically(out / "results.json", fleet);
+	write_reports(out, fleet);
+	report::write_text_atomically(out / "fleet.md", md);
+	std::cout << format_fleet_grid(fleet) << "pinmatrix report --fleet: " << fleet["verdict"].get<std::string>()
+		  << "; wrote results.json, fleet.md, report.html, junit.xml, results.ktap and summary.md in "
+		  << out.string() << "\n";
+	return exit_code(summarize_json(fleet["cases"]));
+}
+
+} // namespace pinmatrix
