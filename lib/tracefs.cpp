@@ -104,14 +104,42 @@ bool emergency_armed = false;
 struct sigaction previous[3];
 const int fatal_signals[3] = {SIGINT, SIGTERM, SIGHUP};
 
-void raw_write(const char *path, const char *text, int flags)
+bool raw_write(const char *path, const char *text, int flags)
 {
 	int fd = ::open(path, O_WRONLY | O_CLOEXEC | flags);
-	if (fd >= 0) {
-		ssize_t ignored = ::write(fd, text, strlen(text));
-		(void)ignored;
-		::close(fd);
+	if (fd < 0)
+		return false;
+	const bool ok = ::write(fd, text, strlen(text)) == ssize_t(strlen(text));
+	::close(fd);
+	return ok;
+}
+
+// A case process may hold the instance's trace_pipe or trace_marker open for
+// a moment (EBUSY): retry for up to a second. Async-signal-safe.
+bool remove_instance(const char *instance)
+{
+	for (int i = 0; i < 100; i++) {
+		if (!::rmdir(instance) || errno == ENOENT)
+			return true;
+		if (errno != EBUSY)
+			return false;
+		struct timespec ten_ms = {0, 10'000'000};
+		nanosleep(&ten_ms, nullptr);
 	}
+	return false;
+}
+
+bool remove_probe(const char *kprobe_events, const char *removal)
+{
+	for (int i = 0; i < 100; i++) {
+		if (raw_write(kprobe_events, removal, O_APPEND) || errno == ENOENT)
+			return true;
+		if (errno != EBUSY)
+			return false;
+		struct timespec ten_ms = {0, 10'000'000};
+		nanosleep(&ten_ms, nullptr);
+	}
+	return false;
 }
 
 void emergency_cleanup(int sig)
@@ -119,9 +147,9 @@ void emergency_cleanup(int sig)
 	if (getpid() == emergency.owner) {
 		raw_write(emergency.tracing_on, "0", O_TRUNC);
 		raw_write(emergency.events_enable, "0", O_TRUNC);
-		::rmdir(emergency.instance);
+		remove_instance(emergency.instance);
 		for (int i = 0; i < emergency.n; i++)
-			raw_write(emergency.kprobe_events, emergency.removals[i], O_APPEND);
+			remove_probe(emergency.kprobe_events, emergency.removals[i]);
 	}
 	for (int i = 0; i < 3; i++)
 		if (fatal_signals[i] == sig)
@@ -314,12 +342,12 @@ void trace_session::stop()
 	if (!instance_.empty()) {
 		write(instance_ + "/tracing_on", "0");
 		write(instance_ + "/events/enable", "0");
-		if (::rmdir(instance_.c_str()) && errno != ENOENT)
+		if (!remove_instance(instance_.c_str()))
 			notes_.push_back("could not remove " + instance_ + ": " + errno_text(errno));
 	}
 	const std::string kprobe_events = tracefs_ + "/kprobe_events";
 	for (const auto &e : placed_events_)
-		write_file(kprobe_events, "-:" + e, true, nullptr);
+		remove_probe(kprobe_events.c_str(), ("-:" + e).c_str());
 	if (!placed_events_.empty()) {
 		// Check: nothing of ours may stay behind.
 		const std::string left = read_text_file(kprobe_events);

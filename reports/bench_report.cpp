@@ -240,9 +240,10 @@ std::string bench_html_section(const json &bench)
 		out << ", kernel <code>" << h(k) << "</code>";
 	if (auto p = text_at(ctx, "pinmatrix.restricted_placement"); !p.empty())
 		out << ", restricted placement <code>" << h(p) << "</code>";
-	out << ". Times are medians per iteration of the timed calls only: every pinning benchmark maps, "
-	       "populates and probes fresh pages outside the timed region, since a page migrated once is no "
-	       "longer in the placement it was measured for.</p>\n";
+	out << ". Times are per iteration of the timed calls only (the mean over a benchmark's iterations; "
+	       "the median over repetitions when it has several): every pinning benchmark maps, populates and "
+	       "probes fresh pages outside the timed region, since a page migrated once is no longer in the "
+	       "placement it was measured for.</p>\n";
 
 	// Families with sizes, grouped by their first path component: the
 	// registrations first, then the file's order.
@@ -333,7 +334,8 @@ std::string bench_html_section(const json &bench)
 			out << "<td colspan=\"3\" class=\"muted\">skipped: " << h(e.skipped) << "</td></tr>\n";
 			continue;
 		}
-		out << "<td>" << h(format_ns(e.ns)) << (e.samples > 1 ? " (median of " + std::to_string(e.samples) + ")" : "")
+		out << "<td style=\"white-space: nowrap\">" << h(format_ns(e.ns))
+		    << (e.samples > 1 ? " (median of " + std::to_string(e.samples) + ")" : "")
 		    << "</td><td>" << e.iterations << "</td><td>";
 		bool first = true;
 		for (const auto &[k, v] : e.counters) {
@@ -395,7 +397,7 @@ std::string format_bench_comparison(const bench_comparison &c)
 {
 	std::ostringstream out;
 	const double pct = c.threshold_pct.value_or(10);
-	out << "\nbenchmarks (bench.json): median time per iteration, new / old; ";
+	out << "\nbenchmarks (bench.json): time per iteration (median over repetitions), new / old; ";
 	if (c.threshold_pct)
 		out << "slower than +" << pct << "% is a regression\n";
 	else

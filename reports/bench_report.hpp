@@ -29,7 +29,7 @@ struct bench_entry {
 	std::string name;		// run_name without "/manual_time" ("reg_mr/movable/4096")
 	std::string family;		// without the size ("reg_mr/movable")
 	std::optional<double> bytes;	// the size argument, for families that have one
-	double ns = 0;			// time per iteration, median over repetitions
+	double ns = 0;			// time per iteration (a run's mean), median over repetitions
 	size_t samples = 0;		// repetitions folded in
 	int64_t iterations = 0;
 	std::map<std::string, double> counters;	// of the median sample

@@ -58,7 +58,7 @@ echo "$(ours)" | tr '\n' ' ' > "$out/after-run.txt"
 # 4. SIGTERM in the middle of a run: the probes go with it.
 "$bin" run --cases A,B,C,D --device rxe0 --module "$ko" > "$out/term.txt" 2>&1 &
 run=$!
-for _ in $(seq 200); do
+for _ in $(seq 600); do
   grep -q pinmatrix "$T/kprobe_events" && break
   sleep 0.05
 done

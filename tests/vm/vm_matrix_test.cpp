@@ -418,13 +418,13 @@ TEST_F(VmExplain, NoProbeOrInstanceIsLeftBehind)
 {
 	// After a run that also found a killed run's leftovers...
 	EXPECT_EQ(file("run.rc"), "0\n") << file("run.txt");
-	EXPECT_EQ(file("after-run.txt"), "0 0 ") << "kprobe lines, instances";
+	EXPECT_EQ(file("after-run.txt"), "0 0 ") << "kprobe lines, instances\n" << file("run.txt");
 	const json doc = json_file("run/results.json");
 	const auto removed = doc["kernel_trace"]["removed_leftovers"].dump();
 	EXPECT_NE(removed.find("instance pinmatrix-999999"), std::string::npos) << removed;
 	EXPECT_NE(removed.find("probe pinmatrix_999999/leftover"), std::string::npos) << removed;
 	// ... and after a SIGTERM in the middle of one.
-	EXPECT_NE(file("during-run.txt"), "0\n") << "the probes were in place when the signal came";
+	EXPECT_NE(file("during-run.txt"), "0\n") << "the probes were in place when the signal came\n" << file("term.txt");
 	EXPECT_EQ(file("term.rc"), "143\n") << file("term.txt");
 	EXPECT_EQ(file("after-term.txt"), "0 0 ") << file("term.txt");
 }
