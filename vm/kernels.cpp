@@ -20,15 +20,6 @@ namespace {
 
 const fs::path source_dir = PINMATRIX_SOURCE_DIR;
 
-[[noreturn]] void exec_or_die(const std::vector<std::string> &argv)
-{
-	std::vector<char *> args;
-	for (const auto &a : argv)
-		args.push_back(const_cast<char *>(a.c_str()));
-	args.push_back(nullptr);
-	execvp(args[0], args.data());
-	_exit(127);
-}
 
 std::string trimmed(std::string s)
 {
@@ -45,6 +36,16 @@ std::string content_hash(const std::string &text)
 }
 
 } // namespace
+
+void exec_or_die(const std::vector<std::string> &argv)
+{
+	std::vector<char *> args;
+	for (const auto &a : argv)
+		args.push_back(const_cast<char *>(a.c_str()));
+	args.push_back(nullptr);
+	execvp(args[0], args.data());
+	_exit(127);
+}
 
 std::pair<int, std::string> run_capture(const std::vector<std::string> &argv)
 {

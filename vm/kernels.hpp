@@ -46,6 +46,9 @@ std::filesystem::path prepare_modules(const guest_kernel &k, const std::filesyst
 
 std::filesystem::path prepare_initramfs(const guest_kernel &k, const std::filesystem::path &cache);
 
+// In a forked child: becomes argv[0], or exits 127 (as a shell would).
+[[noreturn]] void exec_or_die(const std::vector<std::string> &argv);
+
 // Runs argv, returns (exit status, stdout); stderr passes through.
 std::pair<int, std::string> run_capture(const std::vector<std::string> &argv);
 

@@ -48,16 +48,6 @@ std::string shell_quote(const std::string &s)
 	return q + "'";
 }
 
-[[noreturn]] void exec_or_die(const std::vector<std::string> &argv)
-{
-	std::vector<char *> args;
-	for (const auto &a : argv)
-		args.push_back(const_cast<char *>(a.c_str()));
-	args.push_back(nullptr);
-	execvp(args[0], args.data());
-	_exit(127);
-}
-
 std::string self_exe()
 {
 	return fs::read_symlink("/proc/self/exe").string();
