@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "kernel_info.hpp"
+#include "proc_pages.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
 
@@ -47,10 +48,18 @@ void env::init(const options &opt)
 	} catch (const std::exception &e) {
 		device_why_ = e.what();
 	}
-	placements_ = {placement::ordinary};
 	restricted_ = detect_restricted_placement();
-	if (restricted_ != placement::ordinary)
-		placements_.insert(placements_.begin(), restricted_);
+	// In the order that needs the least filling first: fresh pages land in
+	// ZONE_MOVABLE by themselves, ordinary memory comes next, and CMA only
+	// once more CMA than ordinary memory is free in its zone.
+	const auto present = restricted_placements();
+	const auto has = [&](placement p) { return std::ranges::find(present, p) != present.end(); };
+	placements_.clear();
+	if (has(placement::movable))
+		placements_.push_back(placement::movable);
+	placements_.push_back(placement::ordinary);
+	if (has(placement::cma))
+		placements_.push_back(placement::cma);
 }
 
 env::~env()
@@ -91,7 +100,14 @@ std::string env::steer_towards(placement p)
 	}
 	// Fresh pages land elsewhere first (ZONE_MOVABLE before ordinary
 	// memory; ordinary memory before CMA): fill that and hold it.
-	const size_t budget = opt_.pressure_budget_mib << 20;
+	// Auto: all but 256 MiB of MemAvailable, so that a placement fresh
+	// pages never reach ends in a skip with a reason, not the OOM killer.
+	size_t budget = opt_.pressure_budget_mib << 20;
+	if (!budget) {
+		const uint64_t available = read_memory_state().mem_available.value_or(0);
+		constexpr uint64_t headroom = 256 << 20;
+		budget = available > headroom ? available - headroom : 0;
+	}
 	pressure_ = press_towards(*module_, p, budget);
 	// press_towards() stops at the first chunk with one page in p; what
 	// is left free where fresh pages go first (fragments) is filled 1 MiB
@@ -110,10 +126,20 @@ std::string env::steer_towards(placement p)
 		const auto held = pressure_.bytes;
 		pressure_ = {};
 		return "fresh pages do not land in " + std::string(name(p)) + " memory after filling " +
-		       size_label(held) + " (budget " + std::to_string(opt_.pressure_budget_mib) + " MiB)";
+		       size_label(held) + " (budget " + size_label(budget) + ")" +
+		       (p == placement::cma ? "; CMA takes fresh pages alone only where it holds more than half "
+					      "of its zone's free memory: pinmatrix vm --placement all"
+					    : "");
 	}
 	steered_ = p;
 	return "";
+}
+
+std::string env::make_room(placement p, size_t bytes, bool migrates)
+{
+	if (auto why = steer_towards(p); !why.empty())
+		return why;
+	return fits(p, bytes, migrates);
 }
 
 uint64_t free_memory::of(placement p) const
@@ -189,10 +215,28 @@ std::string fits(placement p, size_t bytes, bool migrates)
 fresh_pages map_fresh(const pin_module &module, placement p, size_t bytes)
 {
 	fresh_pages f;
-	f.map = populated_pages(bytes);
 	f.pages = bytes / page_size();
-	f.in_placement = share_in(module, f.map, p);
+	// The previous iteration's pages (migration targets, in ordinary
+	// memory) sit on the per-CPU free lists and are handed out first: a
+	// mapping that took them is set aside, held until the iteration ends.
+	for (int attempt = 0; attempt < fresh_attempts; attempt++) {
+		if (attempt)
+			f.aside.push_back(std::move(f.map));
+		f.map = populated_pages(bytes);
+		f.in_placement = share_in(module, f.map, p);
+		if (f.in_placement >= fresh_share)
+			break;
+	}
 	return f;
+}
+
+std::string fresh_pages::shortfall(placement p) const
+{
+	if (in_placement >= fresh_share)
+		return "";
+	return "only " + std::to_string(int(in_placement * 100)) + "% of " + size_label(pages * page_size()) +
+	       " of fresh pages landed in " + std::string(name(p)) + " memory (" +
+	       std::to_string(fresh_attempts) + " attempts)";
 }
 
 std::string size_label(uint64_t bytes)

@@ -30,7 +30,7 @@ namespace pinmatrix::bench {
 struct options {
 	std::string module_ko;	// pinmatrix.ko to load when /dev/pinmatrix is absent
 	std::string device;	// RDMA device; empty: the first
-	size_t pressure_budget_mib = 4096;
+	size_t pressure_budget_mib = 0;	// 0: MemAvailable less 256 MiB
 	double iterations_scale = 1;	// multiplies every fixed iteration count
 };
 
@@ -47,8 +47,8 @@ public:
 	const verbs_device *device() const { return device_ ? &*device_ : nullptr; }
 	const std::string &device_why() const { return device_why_; }
 
-	// ordinary first, then the restricted placement of this boot (movable
-	// or cma, see detect_restricted_placement()) when it has one.
+	// Every placement of this boot: movable (when it has ZONE_MOVABLE),
+	// ordinary, cma (when it has a CMA area).
 	const std::vector<placement> &placements() const { return placements_; }
 	placement restricted() const { return restricted_; }
 
@@ -57,6 +57,9 @@ public:
 	// (ordinary memory in a movable boot, CMA), fills memory with
 	// press_towards() and holds it. Returns an error text, or empty.
 	std::string steer_towards(placement p);
+	// steer_towards(p), then fits(p, bytes, migrates): empty when a
+	// benchmark of that size can run, else why not.
+	std::string make_room(placement p, size_t bytes, bool migrates);
 	// The memory held by steer_towards() now.
 	size_t pressure_bytes() const { return pressure_.bytes; }
 
@@ -94,12 +97,18 @@ free_memory read_free_memory();
 std::string fits(placement p, size_t bytes, bool migrates);
 
 // A new mapping of `bytes`, 4 KiB pages (THP off), populated for write, and
-// the share of its pages that the module probes in placement p.
+// the share of its pages that the module probes in placement p: at least
+// fresh_share unless fresh_attempts mappings all fell short.
 struct fresh_pages {
 	mapping map;
 	double in_placement = 0;	// 0..1
 	size_t pages = 0;
+	std::vector<mapping> aside;	// attempts that fell short, held until the iteration ends
+	// Empty when at least fresh_share of the pages are in p, else why not.
+	std::string shortfall(placement p) const;
 };
+inline constexpr double fresh_share = 0.9;
+inline constexpr int fresh_attempts = 3;
 fresh_pages map_fresh(const pin_module &module, placement p, size_t bytes);
 
 // "4 KiB", "1 MiB", "256 MiB".

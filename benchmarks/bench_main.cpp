@@ -3,11 +3,12 @@
 // Google Benchmark. Root, on a node or in the guest (`pinmatrix vm --bench`).
 //
 //   pinmatrix_bench [--pm_module=pinmatrix.ko] [--pm_device=rxe0]
-//                   [--pm_pressure_budget_mib=4096] [--pm_iterations_scale=1]
+//                   [--pm_pressure_budget_mib=N] [--pm_iterations_scale=1]
 //                   [--benchmark_* ...]
 //
 // See benchmarks/README.md for the families and how they are measured.
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -38,6 +39,7 @@ void usage()
 		     "  --pm_module   pinmatrix.ko to load when /dev/pinmatrix is absent (env PINMATRIX_MODULE)\n"
 		     "  --pm_device   RDMA device (default: the first)\n"
 		     "  --pm_pressure_budget_mib  memory it may fill to steer fresh pages into a placement\n"
+		     "                            (default 0: MemAvailable less 256 MiB)\n"
 		     "  --pm_iterations_scale     multiplies the fixed iteration counts (0.05: a smoke run)\n");
 }
 
@@ -54,8 +56,9 @@ int main(int argc, char **argv)
 		if (take_flag(argv[i], "--pm_module", opt.module_ko) || take_flag(argv[i], "--pm_device", opt.device))
 			continue;
 		if (take_flag(argv[i], "--pm_pressure_budget_mib", v)) {
-			opt.pressure_budget_mib = std::strtoull(v.c_str(), nullptr, 10);
-			continue;
+			const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), opt.pressure_budget_mib);
+			if (ec == std::errc() && end == v.data() + v.size() && !v.empty())
+				continue;
 		}
 		if (take_flag(argv[i], "--pm_iterations_scale", v)) {
 			opt.iterations_scale = std::strtod(v.c_str(), nullptr);

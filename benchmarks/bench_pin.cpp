@@ -27,11 +27,7 @@ void bm_pin(benchmark::State &state, pinmatrix_contract contract, placement p)
 	}
 	const size_t bytes = size_t(state.range(0));
 	const bool longterm = contract == PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM;
-	if (auto why = e.steer_towards(p); !why.empty()) {
-		state.SkipWithError(why.c_str());
-		return;
-	}
-	if (auto why = fits(p, bytes, longterm && !traits(p).longterm_pinnable); !why.empty()) {
+	if (auto why = e.make_room(p, bytes, longterm && !traits(p).longterm_pinnable); !why.empty()) {
 		state.SkipWithError(why.c_str());
 		return;
 	}
@@ -43,11 +39,8 @@ void bm_pin(benchmark::State &state, pinmatrix_contract contract, placement p)
 	for (auto _ : state) {
 		fresh_pages f = map_fresh(*e.module(), p, bytes);
 		pages = f.pages;
-		if (f.in_placement < 0.9) {
-			state.SkipWithError(("only " + std::to_string(int(f.in_placement * 100)) + "% of " +
-					     size_label(bytes) + " of fresh pages landed in " + std::string(name(p)) +
-					     " memory")
-						    .c_str());
+		if (auto why = f.shortfall(p); !why.empty()) {
+			state.SkipWithError(why.c_str());
 			break;
 		}
 		pinmatrix_pin pin{};

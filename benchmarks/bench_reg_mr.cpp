@@ -34,11 +34,7 @@ void bm_reg_mr(benchmark::State &state, placement p)
 		return;
 	env &e = env::get();
 	const size_t bytes = size_t(state.range(0));
-	if (auto why = e.steer_towards(p); !why.empty()) {
-		state.SkipWithError(why.c_str());
-		return;
-	}
-	if (auto why = fits(p, bytes, !traits(p).longterm_pinnable); !why.empty()) {
+	if (auto why = e.make_room(p, bytes, !traits(p).longterm_pinnable); !why.empty()) {
 		state.SkipWithError(why.c_str());
 		return;
 	}
@@ -49,11 +45,8 @@ void bm_reg_mr(benchmark::State &state, placement p)
 	for (auto _ : state) {
 		fresh_pages f = map_fresh(*e.module(), p, bytes);
 		pages = f.pages;
-		if (f.in_placement < 0.9) {
-			state.SkipWithError(("only " + std::to_string(int(f.in_placement * 100)) + "% of " +
-					     size_label(bytes) + " of fresh pages landed in " + std::string(name(p)) +
-					     " memory")
-						    .c_str());
+		if (auto why = f.shortfall(p); !why.empty()) {
+			state.SkipWithError(why.c_str());
 			break;
 		}
 		const int64_t t0 = time_ns();

@@ -54,15 +54,22 @@ std::optional<placement> classify(const pinmatrix_page &page)
 	return placement::ordinary;
 }
 
-placement detect_restricted_placement()
+namespace {
+
+bool has_cma()
 {
 	std::istringstream meminfo(read_text_file("/proc/meminfo"));
 	for (std::string key; meminfo >> key;) {
 		uint64_t kb = 0;
 		if (key == "CmaTotal:" && meminfo >> kb && kb > 0)
-			return placement::cma;
+			return true;
 		meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
 	}
+	return false;
+}
+
+bool has_movable_zone()
+{
 	// "Node 0, zone  Movable" ... "present N"
 	std::istringstream zoneinfo(read_text_file("/proc/zoneinfo"));
 	bool in_movable = false;
@@ -73,9 +80,27 @@ placement detect_restricted_placement()
 		std::string key;
 		uint64_t n = 0;
 		if (in_movable && fields >> key && key == "present" && fields >> n && n > 0)
-			return placement::movable;
+			return true;
 	}
-	return placement::ordinary;
+	return false;
+}
+
+} // namespace
+
+std::vector<placement> restricted_placements()
+{
+	std::vector<placement> present;
+	if (has_cma())
+		present.push_back(placement::cma);
+	if (has_movable_zone())
+		present.push_back(placement::movable);
+	return present;
+}
+
+placement detect_restricted_placement()
+{
+	const auto present = restricted_placements();
+	return present.empty() ? placement::ordinary : present.front();
 }
 
 std::vector<cma_area> read_cma_areas()

@@ -34,6 +34,9 @@ std::optional<placement> parse_placement(std::string_view s);
 // the kernel reserved some (CmaTotal), else ZONE_MOVABLE when it has pages,
 // else ordinary (there is none).
 placement detect_restricted_placement();
+// Every restricted placement this boot has, CMA first (a boot may have both
+// ZONE_MOVABLE and a CMA area, e.g. the "all" boot placement).
+std::vector<placement> restricted_placements();
 
 // CMA areas as debugfs lists them (/sys/kernel/debug/cma/<name>/base_pfn,
 // count): the cross-check for a page whose pageblock says MIGRATE_CMA.

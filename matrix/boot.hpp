@@ -21,6 +21,9 @@ struct boot_placement {
 	placement restricted;		// where cases A-C find their page
 	std::vector<const char *> needs_kconfig;
 	const char *meaning;
+	// A layout for comparing placements (benchmarks), not a new contract:
+	// the default matrix leaves it out.
+	bool comparison_only = false;
 };
 
 const std::vector<boot_placement> &boot_placements();

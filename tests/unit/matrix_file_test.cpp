@@ -52,7 +52,7 @@ TEST_F(MatrixFile, DefaultMatrixCoversEveryPlacementOnBothKernels)
 		groups.insert({g.kernel.name, g.placement});
 	for (const char *k : {"debian", "cma"})
 		for (const auto &b : boot_placements())
-			EXPECT_TRUE(groups.count({k, b.name})) << k << " " << b.name;
+			EXPECT_EQ(groups.count({k, b.name}), b.comparison_only ? 0u : 1u) << k << " " << b.name;
 	for (const auto &g : def.groups) {
 		if (g.kernel.name == "cma") {
 			EXPECT_EQ(g.kernel.spec.rfind("build:", 0), 0u);
