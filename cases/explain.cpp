@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "byte_size.hpp"
 #include "kernel_trace.hpp"
 #include "mapping.hpp"
 #include "pin_module.hpp"
@@ -40,20 +41,6 @@ std::string hex(uint64_t v)
 {
 	char buf[32];
 	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-	return buf;
-}
-
-std::string bytes_text(uint64_t n)
-{
-	char buf[64];
-	if (n >= (uint64_t(1) << 30))
-		std::snprintf(buf, sizeof(buf), "%.1f GiB", double(n) / double(uint64_t(1) << 30));
-	else if (n >= (uint64_t(1) << 20))
-		std::snprintf(buf, sizeof(buf), "%.1f MiB", double(n) / double(uint64_t(1) << 20));
-	else if (n >= 1024 && n % 1024 == 0)
-		std::snprintf(buf, sizeof(buf), "%llu KiB", static_cast<unsigned long long>(n / 1024));
-	else
-		std::snprintf(buf, sizeof(buf), "%llu bytes", static_cast<unsigned long long>(n));
 	return buf;
 }
 
@@ -107,7 +94,7 @@ struct diagnosis {
 
 std::string memlock_text(const process_memlock &m)
 {
-	auto limit = [](const std::optional<uint64_t> &v) { return v ? bytes_text(*v) : std::string("unlimited"); };
+	auto limit = [](const std::optional<uint64_t> &v) { return v ? byte_size_text(*v) : std::string("unlimited"); };
 	return "RLIMIT_MEMLOCK " + limit(m.soft) + " (hard " + limit(m.hard) + "), VmPin " +
 	       std::to_string(m.vm_pin_kb) + " kB, VmLck " + std::to_string(m.vm_lck_kb) + " kB, CAP_IPC_LOCK " +
 	       (m.cap_ipc_lock ? "yes" : "no");
@@ -200,7 +187,7 @@ void print(std::ostream &out, const diagnosis &d)
 		if (!value.empty())
 			out << "  " << label << std::string(18 - std::min<size_t>(17, strlen(label)), ' ') << value << "\n";
 	};
-	row("range", hex(d.address) + "-" + hex(d.address + d.length) + " (" + bytes_text(d.length) + ")");
+	row("range", hex(d.address) + "-" + hex(d.address + d.length) + " (" + byte_size_text(d.length) + ")");
 	row("allocation class", d.allocation_class);
 	row("mapping", d.mapping);
 	if (d.memlock && d.memlock->known)

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "byte_size.hpp"
+
 namespace pinmatrix {
 
 using nlohmann::json;
@@ -22,20 +24,6 @@ const char *name(enomem_class c)
 }
 
 namespace {
-
-std::string bytes(uint64_t n)
-{
-	char buf[64];
-	if (n >= (uint64_t(1) << 30))
-		std::snprintf(buf, sizeof(buf), "%.1f GiB", double(n) / double(uint64_t(1) << 30));
-	else if (n >= (uint64_t(1) << 20))
-		std::snprintf(buf, sizeof(buf), "%.1f MiB", double(n) / double(uint64_t(1) << 20));
-	else if (n >= 1024 && n % 1024 == 0)
-		std::snprintf(buf, sizeof(buf), "%llu KiB", static_cast<unsigned long long>(n / 1024));
-	else
-		std::snprintf(buf, sizeof(buf), "%llu bytes", static_cast<unsigned long long>(n));
-	return buf;
-}
 
 std::string pages_text(uint64_t n)
 {
@@ -107,9 +95,9 @@ const std::vector<classification_rule> rules = {
 			 return false;
 		 }
 		 if (!memlock_exceeded(f, limit_pages, new_pinned)) {
-			 why.push_back("memlock: VmPin " + bytes(f.vm_pin_bytes) + " + " + bytes(f.length) +
+			 why.push_back("memlock: VmPin " + byte_size_text(f.vm_pin_bytes) + " + " + byte_size_text(f.length) +
 				       " within RLIMIT_MEMLOCK " +
-				       (f.memlock_limit ? bytes(*f.memlock_limit) : std::string("unlimited")));
+				       (f.memlock_limit ? byte_size_text(*f.memlock_limit) : std::string("unlimited")));
 			 return false;
 		 }
 		 if (f.gup_reached == true) {
@@ -117,8 +105,8 @@ const std::vector<classification_rule> rules = {
 				       "check (it called the long-term GUP)");
 			 return false;
 		 }
-		 why.push_back("VmPin " + bytes(f.vm_pin_bytes) + " + " + bytes(f.length) + " requested = " +
-			       pages_text(new_pinned) + " > RLIMIT_MEMLOCK " + bytes(*f.memlock_limit) + " (" +
+		 why.push_back("VmPin " + byte_size_text(f.vm_pin_bytes) + " + " + byte_size_text(f.length) + " requested = " +
+			       pages_text(new_pinned) + " > RLIMIT_MEMLOCK " + byte_size_text(*f.memlock_limit) + " (" +
 			       pages_text(limit_pages) + ")");
 		 why.push_back("no CAP_IPC_LOCK");
 		 if (f.gup_reached == false)
@@ -174,11 +162,11 @@ const std::vector<classification_rule> rules = {
 		 }
 		 const uint64_t need = f.length + f.min_free.value_or(0);
 		 if (*f.mem_available >= need) {
-			 why.push_back("MemAvailable " + bytes(*f.mem_available) + ": not short of memory");
+			 why.push_back("MemAvailable " + byte_size_text(*f.mem_available) + ": not short of memory");
 			 return false;
 		 }
-		 why.push_back("MemAvailable " + bytes(*f.mem_available) + " < " + bytes(f.length) +
-			       " registered + min_free_kbytes " + bytes(f.min_free.value_or(0)));
+		 why.push_back("MemAvailable " + byte_size_text(*f.mem_available) + " < " + byte_size_text(f.length) +
+			       " registered + min_free_kbytes " + byte_size_text(f.min_free.value_or(0)));
 		 return true;
 	 }},
 	{"placement-blocked-by-unseen-pin", enomem_class::placement_blocked_by_pin,

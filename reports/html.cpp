@@ -779,17 +779,7 @@ std::string format_html(const json &doc, const json *bench)
 	}
 	if (run.skip) {
 		// Skips share few reasons: one line per reason.
-		std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
-		for (const auto *c : ordered) {
-			if (c->result != outcome::skip)
-				continue;
-			auto it = std::find_if(reasons.begin(), reasons.end(), [&](auto &r) { return r.first == c->reason; });
-			if (it == reasons.end()) {
-				reasons.push_back({c->reason, {}});
-				it = reasons.end() - 1;
-			}
-			it->second.push_back(c->id);
-		}
+		const auto reasons = run.skip_reasons();
 		out << "<div class=\"skips\"><b>Skipped</b>";
 		for (const auto &[reason, ids] : reasons) {
 			// A long list of ids hides the reason: the grid shows them all.

@@ -340,6 +340,22 @@ std::vector<const case_view *> run_view::worst_first() const
 	return out;
 }
 
+std::vector<std::pair<std::string, std::vector<std::string>>> run_view::skip_reasons() const
+{
+	std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
+	for (const auto &c : cases) {
+		if (c.result != outcome::skip)
+			continue;
+		auto it = std::find_if(reasons.begin(), reasons.end(), [&](auto &r) { return r.first == c.reason; });
+		if (it == reasons.end()) {
+			reasons.push_back({c.reason, {}});
+			it = reasons.end() - 1;
+		}
+		it->second.push_back(c.id);
+	}
+	return reasons;
+}
+
 case_serial serial_excerpt_for(const run_view &run, const case_view &c)
 {
 	if (c.result != outcome::error)

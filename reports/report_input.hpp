@@ -82,6 +82,9 @@ struct run_view {
 	// broke), then errors (the run broke), skips, passes; document order
 	// within each.
 	std::vector<const case_view *> worst_first() const;
+	// Skipped cases by reason (skips share few reasons): each reason once,
+	// in order of first appearance, with the ids it skipped.
+	std::vector<std::pair<std::string, std::vector<std::string>>> skip_reasons() const;
 };
 // doc must stay alive as long as the view.
 run_view view_run(const json &doc);

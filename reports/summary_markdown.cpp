@@ -95,17 +95,7 @@ std::string format_summary_markdown(const json &doc)
 		}
 	}
 	if (run.skip) {
-		std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
-		for (const auto *c : ordered) {
-			if (c->result != outcome::skip)
-				continue;
-			auto it = std::find_if(reasons.begin(), reasons.end(), [&](auto &r) { return r.first == c->reason; });
-			if (it == reasons.end()) {
-				reasons.push_back({c->reason, {}});
-				it = reasons.end() - 1;
-			}
-			it->second.push_back(c->id);
-		}
+		const auto reasons = run.skip_reasons();
 		out << "\n#### Skipped\n\n";
 		for (const auto &[reason, ids] : reasons) {
 			out << "- " << ids.size() << (ids.size() == 1 ? " case" : " cases");
