@@ -38,6 +38,7 @@ std::string guest_job_lines(const fs::path &bench, const std::string &args, cons
 	job << "rc=$?\n"
 	    << "# pinmatrix vm --bench: the benchmarks, after the cases (benchmarks/README.md).\n"
 	    << "echo 'pinmatrix-job: benchmarks'\n"
+	    << "echo \"bench-start $(cut -d' ' -f1 /proc/uptime)\" >> /run/pinmatrix/timeline\n"
 	    << quote(bench.string()) << " --pm_module=" << quote(module_ko.string())
 	    << " --pm_device=rxe0 --benchmark_out=/run/pinmatrix/bench.json --benchmark_out_format=json";
 	std::istringstream extra(args);

@@ -8,16 +8,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <regex>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "kernel_info.hpp"
+#include "kernel_log.hpp"
 #include "pin_module.hpp"
 #include "placement.hpp"
 #include "plan.hpp"
@@ -72,9 +76,158 @@ private:
 	bool loaded_ = false;
 };
 
+const char *const stall_param = "/sys/module/pinmatrix/parameters/stall_pin_until_killed";
+
+// A module parameter set for one case; the old value is put back after it.
+class module_param_override {
+public:
+	module_param_override(fs::path param, const std::string &value) : param_(std::move(param))
+	{
+		old_ = read_text_file(param_.string());
+		while (!old_.empty() && std::isspace(static_cast<unsigned char>(old_.back())))
+			old_.pop_back();
+		set(value);
+	}
+	module_param_override(const module_param_override &) = delete;
+	module_param_override &operator=(const module_param_override &) = delete;
+	~module_param_override()
+	{
+		try {
+			set(old_);
+		} catch (const std::exception &e) {
+			std::cerr << "pinmatrix: warning: " << e.what() << std::endl;
+		}
+	}
+
+private:
+	void set(const std::string &value)
+	{
+		std::ofstream f(param_);
+		f << value << std::flush;
+		if (!f)
+			throw last_sys_error("write " + param_.string());
+	}
+	fs::path param_;
+	std::string old_;
+};
+
+json vmstat_pins()
+{
+	auto v = read_vmstat();
+	return {{"nr_foll_pin_acquired", v["nr_foll_pin_acquired"]},
+		{"nr_foll_pin_released", v["nr_foll_pin_released"]}};
+}
+
+std::string read_or_empty(const std::string &path)
+{
+	try {
+		return read_text_file(path);
+	} catch (const std::exception &) {
+		return "";
+	}
+}
+
+const char *const kmsg_path = "/dev/kmsg";
+
+// The kernel log records written from now on (/dev/kmsg), text only.
+class kernel_log_reader {
+public:
+	kernel_log_reader() : fd_(::open(kmsg_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC))
+	{
+		if (fd_)
+			lseek(fd_.get(), 0, SEEK_END);
+	}
+	bool ok() const { return bool(fd_); }
+	std::vector<std::string> read_new()
+	{
+		std::vector<std::string> lines;
+		char rec[8192];
+		for (;;) {
+			ssize_t n = read(fd_.get(), rec, sizeof(rec) - 1);
+			if (n < 0 && errno == EPIPE) // overwritten while we read: go on
+				continue;
+			if (n <= 0)
+				break;
+			const std::string r(rec, size_t(n));
+			const auto semi = r.find(';');
+			if (semi == std::string::npos)
+				continue;
+			// "prefix;text\n" then " KEY=value" dictionary lines.
+			lines.push_back(r.substr(semi + 1, r.find('\n', semi) - semi - 1));
+		}
+		return lines;
+	}
+
+private:
+	unique_fd fd_;
+};
+
+// What a case's process was doing when its time ran out: its state, where
+// it sleeps, its kernel stack and its entry in the kernel's dump of blocked
+// tasks (sysrq 'w'; writing the trigger works whatever kernel.sysrq says).
+json stuck_task_evidence(pid_t pid)
+{
+	const std::string proc = "/proc/" + std::to_string(pid);
+	json e = {{"pid", pid}};
+	const std::string stat = read_or_empty(proc + "/stat");
+	if (const auto close = stat.rfind(") "); close != std::string::npos)
+		e["state"] = stat.substr(close + 2, 1);
+	e["wchan"] = read_or_empty(proc + "/wchan");
+	json stack = json::array();
+	std::istringstream st(read_or_empty(proc + "/stack"));
+	for (std::string l; std::getline(st, l);)
+		stack.push_back(l.substr(l.find(']') == std::string::npos ? 0 : l.find(']') + 2));
+	e["kernel_stack"] = stack;
+
+	kernel_log_reader klog;
+	// Marked, so that its stack dumps are not taken for kernel bugs (kernel_log.hpp).
+	std::ofstream(kmsg_path) << requested_dump_begins << " (sysrq w, pid " << pid << ")" << std::flush;
+	std::ofstream trigger("/proc/sysrq-trigger");
+	trigger << 'w' << std::flush;
+	std::ofstream(kmsg_path) << requested_dump_ends << std::flush;
+	if (!klog.ok() || !trigger) {
+		e["task_dump"] = {{"trigger", "sysrq w"}, {"note", "no /dev/kmsg or /proc/sysrq-trigger"}};
+		return e;
+	}
+	// "task:COMM state:D stack:N pid:PID ..." (its tail may be a record of
+	// its own), then the call trace up to "</TASK>".
+	const std::regex pid_field("(^|\\s)pid:" + std::to_string(pid) + "(\\s|$)");
+	const auto log = klog.read_new();
+	json lines = json::array();
+	for (size_t i = 0; i < log.size() && lines.empty(); i++) {
+		if (log[i].rfind("task:", 0) != 0 ||
+		    !(std::regex_search(log[i], pid_field) ||
+		      (i + 1 < log.size() && std::regex_search(log[i + 1], pid_field))))
+			continue;
+		for (size_t j = i; j < log.size() && lines.size() < 80; j++) {
+			if (j > i && log[j].rfind("task:", 0) == 0)
+				break;
+			lines.push_back(log[j]);
+			if (log[j].find("</TASK>") != std::string::npos)
+				break;
+		}
+	}
+	e["task_dump"] = {{"trigger", "sysrq w: tasks in uninterruptible sleep"}, {"lines", lines}};
+	if (lines.empty())
+		e["task_dump"]["note"] = "the task is not in the dump: it was not blocked in the kernel";
+	return e;
+}
+
+// One line for the reason: where the process was stuck.
+std::string where_stuck(const json &e)
+{
+	const std::string state = e.value("state", "?");
+	const std::string wchan = e.value("wchan", "");
+	if (state == "D")
+		return "stuck in the kernel at " + (wchan.empty() || wchan == "0" ? "?" : wchan) +
+		       " (state D; task dump in stuck_task)";
+	return "state " + state + (wchan.empty() || wchan == "0" ? "" : " at " + wchan);
+}
+
 // Runs one case in a child process, bounded by the case timeout. The child
 // sends {"observation"|"skip"|"error"} on a pipe; its exit releases any pin
-// it still held.
+// it still held. At the timeout the child's state and kernel stack are kept
+// before SIGKILL (a killable sleep in the kernel ends with it too).
 json run_in_child(suite &s, const planned_case &c, int timeout_s, bool hang)
 {
 	int pipefd[2];
@@ -131,16 +284,25 @@ json run_in_child(suite &s, const planned_case &c, int timeout_s, bool hang)
 			break;
 		msg.append(buf, size_t(got));
 	}
-	if (timed_out)
+	json stuck;
+	if (timed_out) {
+		stuck = stuck_task_evidence(pid);
 		kill(pid, SIGKILL);
+	}
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 
-	if (timed_out)
-		return s.not_run(c, verdict::error,
-				 "case did not finish within " + std::to_string(timeout_s) +
-					 " s (a registration that never returns?); killed");
+	if (timed_out) {
+		// Its pins went with it, also those of a pin stuck in the kernel.
+		stuck["vmstat_after_kill"] = vmstat_pins();
+		json r = s.not_run(c, verdict::error,
+				   "case did not finish within " + std::to_string(timeout_s) +
+					   " s (a registration that never returns?); killed; " +
+					   where_stuck(stuck));
+		r["stuck_task"] = stuck;
+		return r;
+	}
 	if (WIFSIGNALED(status))
 		return s.not_run(c, verdict::error,
 				 std::string("case process killed by signal ") +
@@ -164,11 +326,22 @@ json run_in_child(suite &s, const planned_case &c, int timeout_s, bool hang)
 	}
 }
 
-json vmstat_pins()
+// A kernel bug report (KASAN, lockdep, a WARN ...) while the case ran fails
+// it, whatever it observed: the kernel paths it drove are what is tested.
+void note_kernel_alarms(json &r, const std::vector<std::string> &alarms)
 {
-	auto v = read_vmstat();
-	return {{"nr_foll_pin_acquired", v["nr_foll_pin_acquired"]},
-		{"nr_foll_pin_released", v["nr_foll_pin_released"]}};
+	if (alarms.empty())
+		return;
+	r["kernel_alarms"] = alarms;
+	const std::string what = "the kernel reported a bug during the case: " + alarms.front() +
+				 (alarms.size() > 1 ? " (+" + std::to_string(alarms.size() - 1) + " more)" : "");
+	const std::string v = r.value("verdict", "error");
+	if (v == name(verdict::pass) || v == name(verdict::skip)) {
+		r["verdict"] = name(verdict::fail);
+		r["reason"] = what;
+	} else {
+		r["reason"] = r.value("reason", "") + "; " + what;
+	}
 }
 
 void panic_now(const std::string &id)
@@ -198,12 +371,27 @@ fault_plan parse_fault(const std::string &spec)
 	const auto eq = spec.find('=');
 	const std::string kind = spec.substr(0, eq);
 	const std::string id = eq == std::string::npos ? "" : spec.substr(eq + 1);
-	if (kind != "panic-at" && kind != "hang-at")
-		throw usage_error("--fault '" + spec + "': expected panic-at=CASE or hang-at=CASE");
+	if (kind != "panic-at" && kind != "hang-at" && kind != "kernel-hang-at")
+		throw usage_error("--fault '" + spec +
+				  "': expected panic-at=CASE, hang-at=CASE or kernel-hang-at=CASE");
 	auto entry = select_plan(make_suites({}), {id});
 	if (entry.size() != 1)
 		throw usage_error("--fault '" + spec + "': name one case");
-	(kind == "panic-at" ? f.panic_at : f.hang_at) = entry[0].c.id;
+	const std::string &case_id = entry[0].c.id;
+	if (kind == "kernel-hang-at") {
+		// The stall is in the module's PIN: the case must take its first
+		// pin through /dev/pinmatrix.
+		const auto &defs = pin_cases();
+		const auto it = std::find_if(defs.begin(), defs.end(),
+					     [&](const case_def &d) { return d.id == case_id; });
+		const bool module_pin = it != defs.end() && std::string(traits(it->first).source) == "module" &&
+					(it->first == first_pin::gup_ref || it->first == first_pin::foll_pin ||
+					 it->first == first_pin::foll_pin_longterm);
+		if (!module_pin)
+			throw usage_error("--fault '" + spec + "': case " + case_id +
+					  " takes no pin through /dev/pinmatrix; name one that does (B, C, D)");
+	}
+	(kind == "panic-at" ? f.panic_at : kind == "hang-at" ? f.hang_at : f.kernel_hang_at) = case_id;
 	return f;
 }
 
@@ -245,6 +433,9 @@ int run_matrix(const run_options &opt)
 	// Preflight, LTP style: an unmet need turns a suite's cases into SKIPs.
 	module_loader loader(opt.module);
 	doc["module_loaded_by_run"] = loader.loaded();
+	if (!fault.kernel_hang_at.empty() && !fs::exists(stall_param))
+		throw unmet_need("--fault kernel-hang-at needs pinmatrix.ko loaded with its parameter " +
+				 std::string(stall_param) + " (give --module)");
 	std::map<const suite *, std::optional<std::string>> cannot_run;
 	for (const auto &s : suites)
 		if (std::any_of(plan.begin(), plan.end(), [&](const plan_entry &e) { return e.owner == s.get(); }))
@@ -254,6 +445,33 @@ int run_matrix(const run_options &opt)
 		  << kernel.cmdline << ")\n";
 	run_summary summary;
 	const fs::path results_file = opt.out.empty() ? fs::path() : opt.out / "results.json";
+	// results.json is replaced only by a whole new one. When one cannot be
+	// written (a full disk), the error names the case, the file keeps the
+	// cases written before, the run goes on (a later write may fit) and
+	// exits 1 however the cases went.
+	bool all_written = true;
+	size_t cases_written = 0;
+	auto keep_results = [&](const std::string &when) {
+		if (results_file.empty())
+			return;
+		try {
+			write_json_atomically(results_file, doc);
+			cases_written = doc["cases"].size();
+		} catch (const std::exception &e) {
+			all_written = false;
+			std::cerr << "pinmatrix: ERROR: " << when << ": results.json not updated: " << e.what()
+				  << "; it keeps the " << cases_written << " case(s) written before" << std::endl;
+		}
+	};
+	// Written before the first case: a run that dies in it shows it started.
+	keep_results("at the start of the run");
+	// From here on: what boot and module loading logged is no case's.
+	std::optional<kernel_log_cursor> klog;
+	try {
+		klog.emplace();
+	} catch (const std::system_error &e) {
+		doc["kernel_log_per_case"] = {{"checked", false}, {"why", e.what()}};
+	}
 	for (size_t i = 0; i < plan.size(); i++) {
 		auto &[owner, c] = plan[i];
 		if (c.id == fault.panic_at)
@@ -262,12 +480,21 @@ int run_matrix(const run_options &opt)
 		if (!why_not)
 			owner->before_case(c, doc);
 		const auto t0 = std::chrono::steady_clock::now();
+		std::optional<module_param_override> stall;
+		if (c.id == fault.kernel_hang_at && !why_not) {
+			std::cout << "pinmatrix: fault injection: case " << c.id
+				  << "'s pin stalls in the kernel until killed" << std::endl;
+			stall.emplace(stall_param, "Y");
+		}
 		json r = why_not ? owner->not_run(c, verdict::skip, *why_not)
 				 : run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at);
+		stall.reset();
 		r["suite"] = owner->name();
 		r["duration_ns"] = std::chrono::duration_cast<std::chrono::nanoseconds>(
 					   std::chrono::steady_clock::now() - t0)
 					   .count();
+		if (klog)
+			note_kernel_alarms(r, klog->new_alarms());
 		std::string v = r.value("verdict", "error");
 		for (auto &ch : v)
 			ch = char(toupper(ch));
@@ -277,8 +504,8 @@ int run_matrix(const run_options &opt)
 			  << (reason.empty() ? "" : " - " + reason) << std::endl;
 		doc["cases"].push_back(r);
 		// Written as each case ends: a guest that dies keeps what finished.
-		if (!results_file.empty())
-			write_json_atomically(results_file, doc);
+		keep_results("case " + c.id + " (" + std::to_string(i + 1) + "/" + std::to_string(plan.size()) +
+			     "): its record");
 	}
 	for (const auto &s : suites)
 		s->finish(doc);
@@ -290,15 +517,25 @@ int run_matrix(const run_options &opt)
 	doc["summary"] = {{"pass", summary.pass}, {"fail", summary.fail},
 			  {"skip", summary.skip}, {"error", summary.error}};
 	doc["verdict"] = name(summary.overall);
-	if (!results_file.empty()) {
-		write_json_atomically(results_file, doc);
-		write_reports(opt.out, doc);
+	keep_results("the end of the run");
+	if (!results_file.empty() && all_written) {
+		try {
+			write_reports(opt.out, doc);
+		} catch (const std::exception &e) {
+			all_written = false;
+			std::cerr << "pinmatrix: ERROR: reports not written: " << e.what() << std::endl;
+		}
 	}
 
 	std::cout << '\n' << format_table(doc["cases"]);
 	std::cout << "summary: pass " << summary.pass << ", fail " << summary.fail << ", skip "
 		  << summary.skip << ", error " << summary.error << " -> " << doc["verdict"].get<std::string>()
 		  << '\n';
+	if (!all_written) {
+		std::cout << "results: NOT all written to " << results_file.string() << " (errors above): "
+			  << cases_written << " of " << plan.size() << " case(s) kept" << std::endl;
+		return 1;
+	}
 	return exit_code(summary);
 }
 

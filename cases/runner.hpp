@@ -31,13 +31,17 @@ struct run_options {
 	std::string second_pin = "ibv_reg_mr";
 	// Fault injection, to prove that faults end as ERROR verdicts:
 	// "panic-at=ID" panics the kernel as case ID starts (sysrq 'c'),
-	// "hang-at=ID" makes case ID's process never return.
+	// "hang-at=ID" makes case ID's process never return (in user space),
+	// "kernel-hang-at=ID" makes its pin through the module sleep in the
+	// kernel until the process is killed (pinmatrix.ko's parameter
+	// stall_pin_until_killed, set for that case only).
 	std::string fault;
 };
 
 struct fault_plan {
 	std::string panic_at;
 	std::string hang_at;
+	std::string kernel_hang_at;
 };
 // Throws usage_error for anything but the forms above with a known case.
 fault_plan parse_fault(const std::string &spec);

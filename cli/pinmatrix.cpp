@@ -14,6 +14,7 @@
 #include "suite.hpp"
 #include "sys_error.hpp"
 #include "explain.hpp"
+#include "kernels.hpp"
 #include "launcher.hpp"
 #include "reports.hpp"
 #include "fleet.hpp"
@@ -33,6 +34,22 @@ void print_cases(const suite_options &opt)
 			std::printf("  %-40s %s\n", id.c_str(), s->describe(c).c_str());
 		}
 	}
+}
+
+// --kernel's help, with the named builds from their table.
+std::string kernel_help(const char *first)
+{
+	std::string h = std::string(first) +
+			" | build[:NAME | :FRAGMENT[+FRAGMENT...]] (tinyconfig + fragments in order) | image:DIR."
+			" Named builds (fragments in vm/kconfig/):";
+	for (const auto &b : named_builds()) {
+		std::string frags;
+		for (const char *f : b.fragments)
+			frags += std::string(frags.empty() ? "" : " + ") + f;
+		h += std::string(" build") + (*b.name ? ":" : "") + b.name + " = " + frags + " (" + b.what + ");";
+	}
+	h.back() = '.';
+	return h + " See README";
 }
 
 } // namespace
@@ -66,7 +83,8 @@ int main(int argc, char **argv)
 	run_cmd->add_option("--placement", run.placement,
 			    "Restricted memory of this boot for cases A-C: auto, movable, cma, ordinary")
 		->capture_default_str();
-	run_cmd->add_option("--fault", run.fault, "Fault injection: panic-at=CASE | hang-at=CASE");
+	run_cmd->add_option("--fault", run.fault,
+			    "Fault injection: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE");
 	run_cmd->add_option("--first-pin", run.first_pin,
 			    "Who takes the first pins: module (its contracts), io_uring (fixed buffers), "
 			    "cuda (cuMemHostRegister, cudaHostRegister, cudaHostAlloc), hip (hipHostRegister)")
@@ -79,8 +97,7 @@ int main(int argc, char **argv)
 	auto *vm_cmd = app.add_subcommand("vm", "Boot a QEMU guest (TCG) and run the matrix inside it");
 	vm_cmd->add_option("--out", vm.out, "Directory for results.json, serial.log and the guest's files")
 		->required();
-	vm_cmd->add_option("--kernel", vm.kernel,
-			   "debian[:ABI] | build[:FRAGMENT] | image:DIR (see README)")
+	vm_cmd->add_option("--kernel", vm.kernel, kernel_help("debian[:ABI]"))
 		->capture_default_str();
 	vm_cmd->add_option("--patch", vm.patches, "Patch applied to a build kernel (repeatable)")
 		->check(CLI::ExistingFile);
@@ -97,7 +114,8 @@ int main(int argc, char **argv)
 	vm_cmd->add_option("--cases", vm.cases, "Case ids or names (default: all)")->delimiter(',');
 	vm_cmd->add_option("--guest-cmd", vm.guest_cmd,
 			   "Run this shell command in the guest instead of the matrix (tests)");
-	vm_cmd->add_option("--fault", vm.fault, "Fault injection in the guest: panic-at=CASE | hang-at=CASE");
+	vm_cmd->add_option("--fault", vm.fault,
+			   "Fault injection in the guest: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE");
 	vm_cmd->add_option("--case-timeout", vm.case_timeout_s, "Seconds a case may take in the guest")
 		->check(CLI::PositiveNumber)
 		->capture_default_str();
@@ -125,7 +143,7 @@ int main(int argc, char **argv)
 	kernel_cmd->require_subcommand(1);
 	auto *kernel_build = kernel_cmd->add_subcommand(
 		"build", "Build (or find cached) a kernel from Debian's linux-source; prints its dir");
-	kernel_build->add_option("--kernel", kernel_spec, "build[:FRAGMENT] (or debian[:ABI] to fetch)")
+	kernel_build->add_option("--kernel", kernel_spec, kernel_help("debian[:ABI] (fetched)"))
 		->capture_default_str();
 	kernel_build->add_option("--patch", kernel_patches, "Patch to apply first (repeatable)")
 		->check(CLI::ExistingFile);

@@ -194,8 +194,14 @@ void write_json_atomically(const std::filesystem::path &path, const json &doc)
 			throw last_sys_error("open " + tmp.string());
 		out << doc.dump(2) << '\n';
 		out.flush();
-		if (!out)
-			throw last_sys_error("write " + tmp.string());
+		if (!out) {
+			// A full disk: the old file stays whole and the space goes back.
+			const int err = errno;
+			out.close();
+			std::error_code ignored;
+			std::filesystem::remove(tmp, ignored);
+			throw sys_error(err, "write " + path.string());
+		}
 	}
 	std::error_code ec;
 	std::filesystem::rename(tmp, path, ec);

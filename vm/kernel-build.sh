@@ -1,14 +1,17 @@
 #!/bin/bash
 # Build a guest kernel from Debian's linux-source-6.1: `make tinyconfig`, the
-# Kconfig FRAGMENT merged on top, optional patches. Prints the kernel dir,
-# laid out like vm/kernel-debian.sh's, so mkinitramfs.sh and the launcher
-# take either.
+# Kconfig FRAGMENTs merged on top in order (a later one overrides an earlier
+# one), optional patches. Prints the kernel dir, laid out like
+# vm/kernel-debian.sh's, so mkinitramfs.sh and the launcher take either.
 #
-# Usage: kernel-build.sh [--patch FILE]... FRAGMENT CACHE_DIR
+# Usage: kernel-build.sh [--patch FILE]... FRAGMENT... CACHE_DIR
 #   e.g. kernel-build.sh vm/kconfig/pinmatrix.config /var/cache/pinmatrix
+#        kernel-build.sh vm/kconfig/pinmatrix.config vm/kconfig/debug.config \
+#                        /var/cache/pinmatrix
 #
 # $CACHE_DIR/kernels/build-<key>/, key = sha256 of the linux-source-6.1
-# package version, the fragment and each patch (in order), first 12 hex:
+# package version, each fragment and each patch (in order), first 12 hex
+# (one fragment gives the same key as before fragments could be layered):
 #   vmlinuz  vmlinux (ELF, QEMU boots it via PVH)  release  config
 #   modules/ (lib/modules/<release>, depmod'ed)  build/ (the build tree:
 #   make -C DIR/build M=... modules)  patches/ (as applied, in order)
@@ -26,16 +29,19 @@ patches=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --patch) [[ $# -ge 2 ]] || die "--patch needs a FILE"; patches+=("$2"); shift 2 ;;
-    -*) die "unknown option '$1' (usage: $0 [--patch FILE]... FRAGMENT CACHE_DIR)" ;;
+    -*) die "unknown option '$1' (usage: $0 [--patch FILE]... FRAGMENT... CACHE_DIR)" ;;
     *) break ;;
   esac
 done
-[[ $# -eq 2 ]] || die "usage: $0 [--patch FILE]... FRAGMENT CACHE_DIR"
-fragment=$1
-cache=$2
-[[ -f $fragment && -r $fragment ]] || die "fragment '$fragment' not found"
-fragment=$(realpath "$fragment")
-grep -qE '^CONFIG_[A-Za-z0-9_]+=' "$fragment" || die "fragment '$fragment' has no CONFIG_X=... line"
+[[ $# -ge 2 ]] || die "usage: $0 [--patch FILE]... FRAGMENT... CACHE_DIR"
+fragments=("${@:1:$#-1}")
+cache=${!#}
+for i in "${!fragments[@]}"; do
+  f=${fragments[$i]}
+  [[ -f $f && -r $f ]] || die "fragment '$f' not found"
+  grep -qE '^CONFIG_[A-Za-z0-9_]+=' "$f" || die "fragment '$f' has no CONFIG_X=... line"
+  fragments[$i]=$(realpath "$f")
+done
 for p in ${patches[@]+"${patches[@]}"}; do
   [[ -f $p && -r $p ]] || die "patch '$p' not found"
 done
@@ -44,10 +50,11 @@ version=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) || true
 [[ -n $version && -f $tarball ]] ||
   die "$tarball missing (apt-get install $pkg; tools/setup-host installs the build tools)"
 
-fragment_sha=$(sha256sum < "$fragment" | cut -c1-64)
+fragment_shas=()
+for f in "${fragments[@]}"; do fragment_shas+=("$(sha256sum < "$f" | cut -c1-64)"); done
 key=$({
   echo "$pkg $version"
-  echo "$fragment_sha"
+  printf '%s\n' "${fragment_shas[@]}"
   for p in ${patches[@]+"${patches[@]}"}; do sha256sum < "$p"; done
 } | sha256sum | cut -c1-64)
 
@@ -86,31 +93,45 @@ for p in ${patches[@]+"${patches[@]}"}; do
     { tail -n 20 "$log" >&2; die "patch '$p' does not apply to $pkg $version (log: $log)"; }
 done
 
-say "configuring: tinyconfig + ${fragment##*/}"
+names=$(for f in "${fragments[@]}"; do printf ' + %s' "${f##*/}"; done)
+say "configuring: tinyconfig$names"
 kmake tinyconfig
-(cd "$tree" && scripts/kconfig/merge_config.sh -m .config "$fragment") >> "$log" 2>&1 ||
+(cd "$tree" && scripts/kconfig/merge_config.sh -m .config "${fragments[@]}") >> "$log" 2>&1 ||
   die "merge_config.sh failed (log: $log)"
 kmake olddefconfig
 
 # Kconfig drops an option silently when a dependency is missing: check that
-# every CONFIG_X=V line of the fragment is in .config, and every
-# "# CONFIG_X is not set" line is not set.
+# every CONFIG_X=V line of the fragments is in .config, and every
+# "# CONFIG_X is not set" line is not set. A line a later fragment overrides
+# (the same option, another value) is checked in its last form only.
+declare -A final
+for f in "${fragments[@]}"; do
+  while IFS= read -r line; do
+    if [[ $line =~ ^(CONFIG_[A-Za-z0-9_]+)= || $line =~ ^#\ (CONFIG_[A-Za-z0-9_]+)\ is\ not\ set ]]; then
+      final[${BASH_REMATCH[1]}]=$f
+    fi
+  done < "$f"
+done
 bad=0
-while IFS= read -r line; do
-  line=${line%"${line##*[![:space:]]}"}
-  if [[ $line =~ ^CONFIG_[A-Za-z0-9_]+= ]]; then
-    grep -qxF -- "$line" "$tree/.config" && continue
-  elif [[ $line =~ ^#\ (CONFIG_[A-Za-z0-9_]+)\ is\ not\ set$ ]]; then
-    grep -q "^${BASH_REMATCH[1]}=" "$tree/.config" || continue
-  else
-    continue
-  fi
-  name=${line#\# }; name=${name%%[= ]*}
-  got=$(grep -E "^(# )?$name[= ]" "$tree/.config" || echo "absent (dependency missing?)")
-  echo "kernel-build: asked '$line', got '$got'" >&2
-  bad=1
-done < "$fragment"
-[[ $bad -eq 0 ]] || die "the options above did not end up as the fragment asks"
+for f in "${fragments[@]}"; do
+  while IFS= read -r line; do
+    line=${line%"${line##*[![:space:]]}"}
+    if [[ $line =~ ^(CONFIG_[A-Za-z0-9_]+)= ]]; then
+      [[ ${final[${BASH_REMATCH[1]}]} == "$f" ]] || continue
+      grep -qxF -- "$line" "$tree/.config" && continue
+    elif [[ $line =~ ^#\ (CONFIG_[A-Za-z0-9_]+)\ is\ not\ set$ ]]; then
+      [[ ${final[${BASH_REMATCH[1]}]} == "$f" ]] || continue
+      grep -q "^${BASH_REMATCH[1]}=" "$tree/.config" || continue
+    else
+      continue
+    fi
+    name=${line#\# }; name=${name%%[= ]*}
+    got=$(grep -E "^(# )?$name[= ]" "$tree/.config" || echo "absent (dependency missing?)")
+    echo "kernel-build: ${f##*/} asked '$line', got '$got'" >&2
+    bad=1
+  done < "$f"
+done
+[[ $bad -eq 0 ]] || die "the options above did not end up as the fragments ask"
 
 say "building bzImage and modules (make -j$(nproc), log: $log)"
 kmake -j"$(nproc)" bzImage modules
@@ -130,7 +151,9 @@ cp "$tree/.config" "$out/config"
 echo "$release" > "$out/release"
 {
   echo "$pkg $version"
-  echo "fragment ${fragment##*/} sha256 $fragment_sha"
+  for i in "${!fragments[@]}"; do
+    echo "fragment ${fragments[$i]##*/} sha256 ${fragment_shas[$i]}"
+  done
   for p in "$out"/patches/*; do
     [[ -f $p ]] && echo "patch ${p##*/} sha256 $(sha256sum < "$p" | cut -c1-64)"
   done

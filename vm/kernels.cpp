@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <regex>
 
+#include "boot.hpp"
 #include "kernel_info.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
@@ -28,6 +29,16 @@ std::string trimmed(std::string s)
 	return s;
 }
 
+std::vector<std::string> split(const std::string &text, char sep)
+{
+	std::vector<std::string> parts;
+	size_t from = 0;
+	for (size_t at; (at = text.find(sep, from)) != std::string::npos; from = at + 1)
+		parts.push_back(text.substr(from, at - from));
+	parts.push_back(text.substr(from));
+	return parts;
+}
+
 std::string content_hash(const std::string &text)
 {
 	char hash[32];
@@ -36,6 +47,16 @@ std::string content_hash(const std::string &text)
 }
 
 } // namespace
+
+const std::vector<named_build> &named_builds()
+{
+	static const std::vector<named_build> table = {
+		{"", {"pinmatrix.config"}, "the suite's kernel: CMA, hugetlb, rxe, 9p, kprobes, DRM"},
+		{"debug", {"pinmatrix.config", "debug.config"},
+		 "the suite's kernel with KASAN, lockdep, DEBUG_VM and DEBUG_ATOMIC_SLEEP"},
+	};
+	return table;
+}
 
 void exec_or_die(const std::vector<std::string> &argv)
 {
@@ -85,9 +106,28 @@ kernel_spec parse_kernel_spec(const std::string &text)
 		if (!std::regex_match(k.abi, std::regex("[0-9][0-9a-z.+~-]*")))
 			throw usage_error("kernel '" + text + "': not a Debian kernel ABI name");
 	} else if (k.source == "build") {
-		k.fragment = arg.empty() ? source_dir / "vm/kconfig/pinmatrix.config" : fs::path(arg);
-		if (!fs::is_regular_file(k.fragment))
-			throw usage_error("kernel '" + text + "': no Kconfig fragment at " + k.fragment.string());
+		std::string names;
+		for (const auto &b : named_builds()) {
+			if (arg == b.name)
+				for (const char *f : b.fragments)
+					k.fragments.push_back(source_dir / "vm/kconfig" / f);
+			if (*b.name)
+				names += std::string(names.empty() ? "" : ", ") + b.name;
+		}
+		// Not a name: fragment files, '+' between them, merged in order
+		// (one file whose path holds a '+' is taken whole).
+		if (k.fragments.empty()) {
+			const auto files = fs::is_regular_file(arg) ? std::vector<std::string>{arg} : split(arg, '+');
+			for (const auto &f : files) {
+				if (f.empty() || !fs::is_regular_file(f))
+					throw usage_error("kernel '" + text + "': " +
+							  (f.empty() ? std::string("an empty fragment name")
+								     : "no Kconfig fragment at " + f) +
+							  " (expected build, build:NAME with NAME one of: " + names +
+							  ", or build:FRAGMENT[+FRAGMENT...])");
+				k.fragments.push_back(f);
+			}
+		}
 	} else if (k.source == "image") {
 		k.image_dir = arg;
 		std::string missing;
@@ -101,7 +141,7 @@ kernel_spec parse_kernel_spec(const std::string &text)
 					  (missing.empty() ? std::string("a path") : missing));
 	} else {
 		throw usage_error("kernel '" + text +
-				  "': expected debian[:ABI], build[:FRAGMENT] or image:DIR");
+				  "': expected debian[:ABI], build[:NAME|FRAGMENT[+FRAGMENT...]] or image:DIR");
 	}
 	return k;
 }
@@ -131,7 +171,9 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 					throw usage_error("patch " + p.string() + " not found");
 				argv.insert(argv.end(), {"--patch", fs::absolute(p).string()});
 			}
-			argv.insert(argv.end(), {fs::absolute(spec.fragment).string(), cache.string()});
+			for (const auto &f : spec.fragments)
+				argv.push_back(fs::absolute(f).string());
+			argv.push_back(cache.string());
 		}
 		auto [rc, dir] = run_capture(argv);
 		if (rc)
@@ -141,7 +183,11 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 	}
 	k.release = trimmed(read_text_file((k.dir / "release").string()));
 	k.config = read_text_file((k.dir / "config").string());
-	k.image = fs::exists(k.dir / "vmlinux") ? k.dir / "vmlinux" : k.dir / "vmlinuz";
+	// PVH (the ELF vmlinux) skips decompression, but 6.1's PVH entry calls
+	// xen_prepare_pvh(), which KASAN instruments, before KASAN's shadow is
+	// mapped: a KASAN kernel triple-faults there, so it boots its bzImage.
+	const bool pvh_breaks = kconfig_value(k.config, "CONFIG_KASAN") == "y" && fs::exists(k.dir / "vmlinuz");
+	k.image = fs::exists(k.dir / "vmlinux") && !pvh_breaks ? k.dir / "vmlinux" : k.dir / "vmlinuz";
 	k.kdir = spec.source == "debian" ? fs::path("/usr/src/linux-headers-" + spec.abi) : k.dir / "build";
 	if (k.release.empty())
 		throw unmet_need("kernel '" + spec.name + "': no release in " + k.dir.string());

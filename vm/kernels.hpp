@@ -2,8 +2,8 @@
 #pragma once
 
 // Guest kernels as a matrix dimension: Debian's stock package (by ABI), a
-// cached build from Debian's linux-source with a Kconfig fragment (and
-// optional patches), or a user-supplied image. Each ends as one directory
+// cached build from Debian's linux-source with Kconfig fragments layered in
+// order (and optional patches), or a user-supplied image. Each ends as one directory
 // in the cache: vmlinux and/or vmlinuz, release, config, modules/, and a
 // build tree to compile the test modules against.
 
@@ -17,14 +17,23 @@ struct kernel_spec {
 	std::string name;		// as the user named it
 	std::string source;		// "debian" | "build" | "image"
 	std::string abi;		// debian
-	std::filesystem::path fragment;	// build
+	std::vector<std::filesystem::path> fragments;	// build, in merge order
 	std::vector<std::filesystem::path> patches;	// build
 	std::filesystem::path image_dir;	// image
 };
 
-// "debian" (the default ABI), "debian:<ABI>", "build:<fragment>", "image:<dir>".
-// Throws usage_error.
+// "debian" (the default ABI), "debian:<ABI>", "build" (pinmatrix.config),
+// "build:<name>" (a named build: debug), "build:<fragment>[+<fragment>...]",
+// "image:<dir>". Throws usage_error.
 kernel_spec parse_kernel_spec(const std::string &text);
+
+// The named builds and their fragments, for --help and error messages.
+struct named_build {
+	const char *name;	// "" is plain `build`
+	std::vector<const char *> fragments;	// in vm/kconfig/, in merge order
+	const char *what;
+};
+const std::vector<named_build> &named_builds();
 
 struct guest_kernel {
 	kernel_spec spec;

@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -19,6 +21,7 @@
 
 #include "boot.hpp"
 #include "kernel_info.hpp"
+#include "kernel_log.hpp"
 #include "kernels.hpp"
 #include "matrix_file.hpp"
 #include "plan.hpp"
@@ -68,10 +71,12 @@ private:
 	unique_fd fd_;
 };
 
-// QEMU, started by us and killed only by its PID.
+// QEMU, started by us and killed only by its PID. QEMU writes its PID to
+// pid_file (-pidfile) for whoever must find it; the file goes when it ends.
 class qemu_process {
 public:
-	qemu_process(const std::vector<std::string> &argv, const fs::path &log)
+	qemu_process(const std::vector<std::string> &argv, const fs::path &log, fs::path pid_file)
+		: pid_file_(std::move(pid_file))
 	{
 		unique_fd logfd(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
 		if (!logfd)
@@ -95,10 +100,12 @@ public:
 			kill(pid_, SIGKILL);
 			waitpid(pid_, nullptr, 0);
 		}
+		std::error_code ignored;
+		fs::remove(pid_file_, ignored);
 	}
 
-	// Exit status, or nullopt when it was still running at the deadline
-	// (then it has been killed).
+	// Exit status (128 + signal when a signal ended it), or nullopt when it
+	// was still running at the deadline (then it has been killed).
 	std::optional<int> wait_for(std::chrono::seconds limit)
 	{
 		const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -107,6 +114,8 @@ public:
 			pid_t r = waitpid(pid_, &status, WNOHANG);
 			if (r == pid_) {
 				pid_ = -1;
+				if (WIFSIGNALED(status))
+					killed_by_ = WTERMSIG(status);
 				return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 			}
 			if (r < 0 && errno != EINTR)
@@ -120,9 +129,13 @@ public:
 			std::this_thread::sleep_for(std::chrono::milliseconds(20));
 		}
 	}
+	// The signal that ended QEMU when it was not pinmatrix's timeout.
+	int killed_by() const { return killed_by_; }
 
 private:
 	pid_t pid_ = -1;
+	int killed_by_ = 0;
+	fs::path pid_file_;
 };
 
 // The lines of the serial log that explain a dead guest.
@@ -130,17 +143,31 @@ std::string serial_excerpt(const fs::path &serial)
 {
 	std::ifstream in(serial);
 	std::vector<std::string> lines;
-	for (std::string l; std::getline(in, l);)
+	for (std::string l; std::getline(in, l);) {
+		if (!l.empty() && l.back() == '\r')
+			l.pop_back();
 		lines.push_back(l);
+	}
 	static const std::regex alarm(
-		"Kernel panic|BUG:|Oops|WARNING:|Call Trace|pinmatrix-init: ERROR|hung_task|blocked for more than");
+		"Kernel panic|BUG:|Oops|WARNING:|Call Trace|pinmatrix-init: ERROR|pinmatrix: ERROR|hung_task|"
+		"blocked for more than");
 	std::string out;
 	int taken = 0;
-	for (size_t i = 0; i < lines.size() && taken < 40; i++)
-		if (std::regex_search(lines[i], alarm)) {
-			out += lines[i] + "\n";
+	for (size_t i = 0; i < lines.size() && taken < 80; i++) {
+		if (!std::regex_search(lines[i], alarm))
+			continue;
+		out += lines[i] + "\n";
+		taken++;
+		// The frames of a call trace say where it happened (a panic's task dump).
+		if (lines[i].find("Call Trace") == std::string::npos)
+			continue;
+		for (; i + 1 < lines.size() && taken < 80; i++) {
+			out += lines[i + 1] + "\n";
 			taken++;
+			if (lines[i + 1].find("</TASK>") != std::string::npos)
+				break;
 		}
+	}
 	if (!out.empty())
 		return out;
 	for (size_t i = lines.size() > 15 ? lines.size() - 15 : 0; i < lines.size(); i++)
@@ -148,6 +175,34 @@ std::string serial_excerpt(const fs::path &serial)
 	return out;
 }
 
+
+// The job's exit code as stage2 printed it on the console, if it did.
+std::optional<int> console_job_exit(const fs::path &serial)
+{
+	std::ifstream in(serial);
+	static const std::regex done("pinmatrix-stage2: job exit code ([0-9]+)");
+	std::optional<int> code;
+	std::smatch m;
+	for (std::string l; std::getline(in, l);)
+		if (std::regex_search(l, m, done))
+			code = std::stoi(m[1]);
+	return code;
+}
+
+// The runner's console line about case ID's record, when it could not be
+// written ("pinmatrix: ERROR: case B (2/3): its record: ...").
+std::string unwritten_record_line(const fs::path &serial, const std::string &id)
+{
+	std::ifstream in(serial);
+	const std::string prefix = "pinmatrix: ERROR: case " + id + " (";
+	for (std::string l; std::getline(in, l);)
+		if (const auto at = l.find(prefix); at != std::string::npos) {
+			while (!l.empty() && l.back() == '\r')
+				l.pop_back();
+			return l.substr(at);
+		}
+	return "";
+}
 
 // One guest boot: a kernel, a boot placement, the cases to run in it.
 struct group_spec {
@@ -174,7 +229,31 @@ struct group_outcome {
 	json doc;			// the group's results.json
 	std::optional<int> guest_cmd_exit;
 	std::string ended;		// why the guest ended early, if it did
+	std::vector<std::string> kernel_alarms;	// from guest/kernel.log
 };
+
+// The guest's kernel log as vm/guest/stage2 saved it after the job: a
+// report of a kernel bug in it (KASAN, lockdep, a WARN ...) fails the run
+// whatever the job said, and the record says which lines.
+std::vector<std::string> note_guest_kernel_log(const fs::path &guest_dir, json &doc)
+{
+	const fs::path log = guest_dir / "kernel.log";
+	if (!fs::exists(log))
+		return {};
+	auto alarms = kernel_alarms(read_text_file(log.string()));
+	doc["kernel_log"] = {{"file", "guest/kernel.log"}, {"alarms", alarms}};
+	return alarms;
+}
+
+// A run whose kernel reported a bug fails, unless it already failed worse.
+int with_kernel_alarms(int rc, const std::vector<std::string> &alarms)
+{
+	if (alarms.empty())
+		return rc;
+	std::cout << "pinmatrix vm: FAIL: the guest kernel reported " << alarms.size()
+		  << " bug line(s) (guest/kernel.log), first: " << alarms.front() << std::endl;
+	return rc == 0 || rc == 4 ? 1 : rc;
+}
 
 std::string guest_job(const group_spec &g, const fs::path &modules)
 {
@@ -235,6 +314,7 @@ std::string guest_job(const group_spec &g, const fs::path &modules)
 	    << "else\n"
 	    << "  echo 'pinmatrix-job: could not load ualink_sim: UALink cases will SKIP'\n"
 	    << "fi\n";
+	job << "echo \"runner-start $(cut -d' ' -f1 /proc/uptime)\" >> /run/pinmatrix/timeline\n";
 	job << (g.bench ? "" : "exec ") << shell_quote(self_exe()) << " run --out /run/pinmatrix --device rxe0 --module "
 	    << shell_quote(ko.string()) << " --placement " << name(g.boot->restricted)
 	    << " --first-pin " << shell_quote(g.first_pin) << " --second-pin " << shell_quote(g.second_pin);
@@ -250,6 +330,52 @@ std::string guest_job(const group_spec &g, const fs::path &modules)
 	if (g.bench)
 		job << bench::guest_job_lines(bench::bench_binary(), g.bench_args, ko);
 	return job.str();
+}
+
+// Where a boot's seconds went, from the guest's uptime marks (stage2 and the
+// job write DIR/guest/timeline): boot (kernel start to the job), setup (rxe,
+// modules), run (pinmatrix run: placement fill and cases), bench, finish
+// (the kernel log, the exit code), qemu (QEMU's start before the kernel, the
+// power-off and QEMU's exit). Empty when the guest left no marks.
+json guest_phases(const fs::path &guest_dir, double wall_s)
+{
+	std::map<std::string, double> at;
+	std::ifstream in(guest_dir / "timeline");
+	for (std::string name; in >> name;) {
+		double up = 0;
+		if (in >> up)
+			at.emplace(name, up);
+	}
+	if (!at.count("job-start"))
+		return json::object();
+	json p = json::object();
+	const auto span = [&](const char *phase, const char *from, const char *to) {
+		if (at.count(from) && at.count(to) && at[to] >= at[from])
+			p[phase] = at[to] - at[from];
+	};
+	p["boot"] = at["job-start"];
+	span("setup", "job-start", "runner-start");
+	span("run", "runner-start", at.count("bench-start") ? "bench-start" : "job-end");
+	span("bench", "bench-start", "job-end");
+	span("finish", "job-end", "power-off");
+	if (at.count("power-off") && wall_s >= at["power-off"])
+		p["qemu"] = wall_s - at["power-off"];
+	return p;
+}
+
+// ": boot 2.9 s, setup 1.1 s, run 5.2 s, finish 0.3 s, qemu 0.7 s"
+std::string phases_text(const json &phases)
+{
+	std::string out;
+	char buf[64];
+	for (const char *name : {"boot", "setup", "run", "bench", "finish", "qemu"}) {
+		if (!phases.contains(name))
+			continue;
+		std::snprintf(buf, sizeof(buf), "%s%s %.1f s", out.empty() ? ": " : ", ", name,
+			      phases[name].get<double>());
+		out += buf;
+	}
+	return out;
 }
 
 std::vector<plan_entry> group_plan(const std::vector<std::unique_ptr<suite>> &suites,
@@ -308,6 +434,12 @@ group_outcome run_group(const group_spec &g)
 		for (const auto &p : g.kernel.patches)
 			patches.push_back(p.filename().string());
 		doc["kernel"]["patches"] = patches;
+		if (!g.kernel.fragments.empty()) {
+			json fragments = json::array();
+			for (const auto &f : g.kernel.fragments)
+				fragments.push_back(f.filename().string());
+			doc["kernel"]["fragments"] = fragments;
+		}
 		cannot = unmet_kconfig(*g.boot, kernel.config, kernel.release);
 		if (!cannot) {
 			modules = prepare_modules(kernel, g.cache);
@@ -352,6 +484,7 @@ group_outcome run_group(const group_spec &g)
 		"-m", std::to_string(memory),
 		"-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
 		"-serial", "file:" + (g.out / "serial.log").string(),
+		"-pidfile", (g.out / "qemu.pid").string(),
 		"-kernel", kernel.image.string(), "-initrd", initrd.string(),
 		"-append", cmdline,
 		"-virtfs", "local,path=/,mount_tag=hostroot,readonly=on,security_model=none,multidevs=remap",
@@ -371,9 +504,11 @@ group_outcome run_group(const group_spec &g)
 		  << std::endl;
 	const auto t0 = std::chrono::steady_clock::now();
 	std::optional<int> qemu_status;
+	int qemu_signal = 0;
 	{
-		qemu_process qemu(argv, g.out / "qemu.log");
+		qemu_process qemu(argv, g.out / "qemu.log", g.out / "qemu.pid");
 		qemu_status = qemu.wait_for(std::chrono::seconds(g.timeout_s));
+		qemu_signal = qemu.killed_by();
 	}
 	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -383,15 +518,23 @@ group_outcome run_group(const group_spec &g)
 			job_status = std::stoi(read_text_file((guest_dir / "exit_code").string()));
 	} catch (const std::exception &) {
 	}
+	// A full results disk can keep that file from being written; stage2
+	// also says it on the console.
+	if (!job_status)
+		job_status = console_job_exit(g.out / "serial.log");
 	std::string &ended = outcome.ended;
 	if (!qemu_status)
 		ended = "guest still running after " + std::to_string(g.timeout_s) + " s: killed";
+	else if (qemu_signal)
+		ended = "QEMU was killed by signal " + std::to_string(qemu_signal) + " (" + strsignal(qemu_signal) +
+			"), not by pinmatrix";
 	else if (*qemu_status)
 		ended = "QEMU exited with status " + std::to_string(*qemu_status) + " (see qemu.log)";
 	else if (!job_status)
 		ended = "guest stopped before the job finished (panic or reset?)";
 
-	const json vm = {{"accel", "tcg"},
+	outcome.kernel_alarms = note_guest_kernel_log(guest_dir, doc);
+	json vm = {{"accel", "tcg"},
 			 {"memory_mib", memory},
 			 {"cmdline", cmdline},
 			 {"qemu_argv", argv},
@@ -400,6 +543,8 @@ group_outcome run_group(const group_spec &g)
 			 {"job_exit", job_status ? json(*job_status) : json(nullptr)},
 			 {"ended", ended.empty() ? json(nullptr) : json(ended)},
 			 {"serial_log", "serial.log"}};
+	if (auto phases = guest_phases(guest_dir, wall_s); !phases.empty())
+		vm["phases_s"] = phases;
 	if (!g.guest_cmd.empty() || g.ssh_port) {
 		outcome.guest_cmd_exit = ended.empty() ? job_status : std::nullopt;
 		doc["vm"] = vm;
@@ -427,24 +572,41 @@ group_outcome run_group(const group_spec &g)
 		ended = "the guest's run ended early (job exit " +
 			(job_status ? std::to_string(*job_status) : std::string("none")) + ", see serial.log)";
 
-	// Every planned case gets exactly one verdict: the missing ones are errors.
+	// Every planned case gets exactly one verdict: the missing ones are
+	// errors. The runner writes results.json as it starts and after each
+	// case, in plan order: when the guest died, the first case without a
+	// record was running. (A job that ended without them said why on the
+	// console: a results disk that filled up, say.)
 	const auto suites = make_suites(group_suite_options(g));
+	const bool guest_died = doc.contains("plan") && !doc.value("complete", false) && !job_status;
+	const std::string excerpt = ended.empty() ? "" : serial_excerpt(g.out / "serial.log");
+	bool first_missing = true;
 	for (const auto &[owner, c] : group_plan(suites, g)) {
 		bool reported = false;
 		for (const auto &r : doc["cases"])
 			reported |= r.value("id", "") == c.id;
 		if (reported)
 			continue;
+		std::string why = ended.empty() ? "unknown" : ended;
+		if (const auto line = unwritten_record_line(g.out / "serial.log", c.id); !line.empty())
+			why = line;
 		json r = owner->not_run(c, verdict::error,
-					"no result from the guest: " + (ended.empty() ? "unknown" : ended));
+					"no result from the guest: " +
+						(!guest_died ? ""
+						 : first_missing ? "case " + c.id + " was running when the guest ended: "
+								 : "not reached: ") +
+						why);
 		r["suite"] = owner->name();
+		if (first_missing && !excerpt.empty())
+			r["serial_excerpt"] = excerpt;
+		first_missing = false;
 		doc["cases"].push_back(r);
 	}
 	if (g.bench)
 		bench::collect(guest_dir, g.out, doc);
 	doc["vm"] = vm;
 	if (!ended.empty())
-		doc["vm"]["serial_excerpt"] = serial_excerpt(g.out / "serial.log");
+		doc["vm"]["serial_excerpt"] = excerpt;
 	return outcome;
 }
 
@@ -464,7 +626,10 @@ void summarize_into(json &doc)
 	const auto summary = summarize_json(doc["cases"]);
 	doc["summary"] = {{"pass", summary.pass}, {"fail", summary.fail},
 			  {"skip", summary.skip}, {"error", summary.error}};
-	doc["verdict"] = name(summary.overall);
+	verdict v = summary.overall;
+	if (doc.contains("kernel_log") && !doc["kernel_log"].value("alarms", json::array()).empty())
+		v = worst(v, verdict::fail);
+	doc["verdict"] = name(v);
 }
 
 group_spec base_group(const vm_options &opt)
@@ -518,21 +683,37 @@ int run_single(const vm_options &opt)
 			return doc.contains("cannot_run") ? 4 : 1;
 		}
 		std::printf("pinmatrix vm: guest command exit %d, %.1f s\n", *outcome.guest_cmd_exit, wall_s);
-		return *outcome.guest_cmd_exit;
+		return with_kernel_alarms(*outcome.guest_cmd_exit, outcome.kernel_alarms);
 	}
 
 	label_cases(doc);
 	summarize_into(doc);
-	write_json_atomically(g.out / "results.json", doc);
-	write_reports(g.out, doc);
+	// A full disk: say so and what is kept; results.json is never half-written.
+	std::string not_written;
+	try {
+		write_json_atomically(g.out / "results.json", doc);
+		write_reports(g.out, doc);
+	} catch (const std::exception &e) {
+		not_written = e.what();
+	}
 	std::cout << '\n' << format_table(doc["cases"]);
 	if (doc.contains("cannot_run"))
 		std::cout << "cannot run here: " << outcome.ended << "\n";
 	else if (!outcome.ended.empty())
 		std::cout << "guest: " << outcome.ended << "\n" << doc["vm"].value("serial_excerpt", "");
-	std::printf("pinmatrix vm: %s in %.1f s (boot to verdict); results in %s\n",
-		    doc["verdict"].get<std::string>().c_str(), wall_s, (g.out / "results.json").c_str());
-	const int rc = exit_code(summarize_json(doc["cases"]));
+	std::printf("pinmatrix vm: %s in %.1f s (boot to verdict%s); results in %s\n",
+		    doc["verdict"].get<std::string>().c_str(), wall_s,
+		    phases_text(doc["vm"].value("phases_s", json::object())).c_str(),
+		    not_written.empty() ? (g.out / "results.json").c_str() : "none (not written, see below)");
+	const int rc = with_kernel_alarms(exit_code(summarize_json(doc["cases"])), outcome.kernel_alarms);
+	if (!not_written.empty()) {
+		std::cerr << "pinmatrix vm: ERROR: results not written: " << not_written << "; "
+			  << (fs::exists(g.out / "results.json") ? "results.json is an earlier, whole one"
+								   : "there is no results.json")
+			  << "; the guest's own results (as far as it could write them) are in "
+			  << (g.out / "guest" / "results.json").string() << std::endl;
+		return 1;
+	}
 	if (g.bench && !bench::print_summary(doc, std::cout))
 		return rc ? rc : 1;
 	return rc;
@@ -584,6 +765,11 @@ int run_matrix_file(const vm_options &opt)
 			      {"ended", outcome.ended.empty() ? json(nullptr) : json(outcome.ended)}};
 		if (doc.contains("vm") && doc["vm"].contains("serial_excerpt"))
 			group["serial_excerpt"] = doc["vm"]["serial_excerpt"];
+		if (!outcome.kernel_alarms.empty()) {
+			group["kernel_alarms"] = outcome.kernel_alarms;
+			for (const auto &a : outcome.kernel_alarms)
+				merged["kernel_log"]["alarms"].push_back(group["dir"].get<std::string>() + ": " + a);
+		}
 		merged["groups"].push_back(group);
 		for (const auto &c : doc["cases"])
 			merged["cases"].push_back(c);
@@ -612,7 +798,10 @@ int run_matrix_file(const vm_options &opt)
 	}
 	std::printf("pinmatrix vm: matrix %s in %.1f s; results in %s\n",
 		    merged["verdict"].get<std::string>().c_str(), wall_s, (out / "results.json").c_str());
-	return exit_code(summarize_json(merged["cases"]));
+	std::vector<std::string> alarms;
+	if (merged.contains("kernel_log"))
+		alarms = merged["kernel_log"]["alarms"].get<std::vector<std::string>>();
+	return with_kernel_alarms(exit_code(summarize_json(merged["cases"])), alarms);
 }
 
 } // namespace

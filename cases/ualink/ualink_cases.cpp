@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "kernel_log.hpp"
 #include "sys_error.hpp"
 
 namespace pinmatrix::ualink {
@@ -202,22 +203,16 @@ json settled_counts(const accel &a, const json &want)
 
 int kernel_alarms(std::string *first = nullptr)
 {
-	std::string log(1 << 21, '\0');
-	const int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log.data(), int(log.size()));
-	if (n < 0)
-		throw unmet_need(std::string("cannot read the kernel log: ") + strerror(errno));
-	log.resize(size_t(n));
-	static const std::regex alarm(
-		"(WARNING:|BUG:|Oops|general protection|Call Trace|list_del corruption|refcount_t:|"
-		"UBSAN|KASAN)[^\n]*");
-	int count = 0;
-	for (auto it = std::sregex_iterator(log.begin(), log.end(), alarm); it != std::sregex_iterator();
-	     ++it) {
-		if (!count && first)
-			*first = it->str();
-		count++;
+	std::string log;
+	try {
+		log = read_kernel_log();
+	} catch (const std::system_error &e) {
+		throw unmet_need(std::string("cannot read the kernel log: ") + e.what());
 	}
-	return count;
+	const auto found = pinmatrix::kernel_alarms(log);
+	if (!found.empty() && first)
+		*first = found.front();
+	return int(found.size());
 }
 
 // ---------------------------------------------------------------------------

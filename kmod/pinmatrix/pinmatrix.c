@@ -34,6 +34,16 @@ static unsigned long max_pinned_pages = 262144;	/* 1 GiB of 4 KiB pages */
 module_param(max_pinned_pages, ulong, 0644);
 MODULE_PARM_DESC(max_pinned_pages, "Most pages one open file may hold pinned");
 
+/*
+ * Fault injection for the runner's tests: a registration that retries
+ * forever, as some kernels' long-term pin path does, stands in the kernel
+ * holding its pages. Only SIGKILL ends it, and the pages go with it.
+ */
+static bool stall_pin_until_killed;
+module_param(stall_pin_until_killed, bool, 0600);
+MODULE_PARM_DESC(stall_pin_until_killed,
+		 "Fault injection: PIN holds its pages and sleeps until its task is killed");
+
 /* Probe in batches so that a scan of hundreds of MiB needs no large buffer. */
 #define PROBE_BATCH 256
 
@@ -233,7 +243,7 @@ static unsigned long pm_absent_until(struct mm_struct *mm, unsigned long addr, u
 		pgd_t *pgd = pgd_offset(mm, addr);
 		unsigned long next = pgd_addr_end(addr, end);
 		pte_t *start_pte, *pte;
-		spinlock_t *ptl;
+		spinlock_t *ptl;	/* the PTE page's lock */
 		pmd_t *pmd, pmdval;
 		p4d_t *p4d;
 		pud_t *pud;
@@ -258,7 +268,8 @@ static unsigned long pm_absent_until(struct mm_struct *mm, unsigned long addr, u
 			addr = next;
 			continue;
 		}
-		if (!pud_present(READ_ONCE(*pud)) || pud_leaf(READ_ONCE(*pud)) || pud_bad(READ_ONCE(*pud)))
+		if (!pud_present(READ_ONCE(*pud)) || pud_leaf(READ_ONCE(*pud)) ||
+		    pud_bad(READ_ONCE(*pud)))
 			return addr;
 		pmd = pmd_offset(pud, addr);
 		next = pmd_addr_end(addr, end);
@@ -267,9 +278,11 @@ static unsigned long pm_absent_until(struct mm_struct *mm, unsigned long addr, u
 			addr = next;
 			continue;
 		}
-		if (!pmd_present(pmdval) || pmd_trans_huge(pmdval) || pmd_devmap(pmdval) || pmd_bad(pmdval))
+		if (!pmd_present(pmdval) || pmd_trans_huge(pmdval) || pmd_devmap(pmdval) ||
+		    pmd_bad(pmdval))
 			return addr;
-		start_pte = pte = pte_offset_map_lock(mm, pmd, addr, &ptl);
+		start_pte = pte_offset_map_lock(mm, pmd, addr, &ptl);
+		pte = start_pte;
 		for (; addr < next; addr += PAGE_SIZE, pte++)
 			if (pte_present(*pte))
 				break;
@@ -474,6 +487,16 @@ static long pm_take_pages(struct pm_pin *pin)
 	return 0;
 }
 
+/* noinline: a task dump should name where the task is stuck. */
+static noinline int pm_stall_until_killed(void)
+{
+	pr_info("%s[%d]: PIN stalls until the task is killed (stall_pin_until_killed)\n",
+		current->comm, task_pid_nr(current));
+	while (!fatal_signal_pending(current))
+		schedule_timeout_killable(MAX_SCHEDULE_TIMEOUT);
+	return -EINTR;
+}
+
 static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 {
 	struct pinmatrix_pin req;
@@ -520,6 +543,8 @@ static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 	}
 
 	ret = pm_take_pages(pin);
+	if (!ret && READ_ONCE(stall_pin_until_killed))
+		ret = pm_stall_until_killed();
 	if (ret)
 		goto out_release;
 

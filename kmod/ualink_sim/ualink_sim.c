@@ -435,6 +435,14 @@ static int usim_export(struct usim_accel *accel, struct drm_file *file, u32 gem_
 	}
 
 	mutex_lock(&pod.lock);
+	/*
+	 * The ioctl checked accel_state unlocked: if the node went offline
+	 * since, its cleanup has run and nothing may be registered after it.
+	 */
+	if (accel->state != USIM_STATE_ACTIVE) {
+		ret = -EOPNOTSUPP;
+		goto out_unlock;
+	}
 	/* Its last handle went while we looked it up. */
 	if (!bo->handles) {
 		ret = -ENOENT;
@@ -618,7 +626,11 @@ static int usim_import(struct usim_accel *accel, u64 lo, u64 hi, int *fd, u64 *n
 
 	mutex_lock(&pod.lock);
 	peer = id < pod.n ? pod.accel[id] : NULL;
-	if (!peer) {
+	/* Gone offline since the unlocked check: as in usim_export(). */
+	if (accel->state != USIM_STATE_ACTIVE) {
+		peer = NULL;
+		ret = -EOPNOTSUPP;
+	} else if (!peer) {
 		ret = -ENODEV;
 	} else if (peer != accel) {
 		imp = usim_find_import(accel, lo, hi, &ret);
@@ -707,7 +719,8 @@ static int usim_gem_create_ioctl(struct drm_device *dev, void *data, struct drm_
 	struct usim_bo *bo;
 	int ret;
 
-	if (!args->size || args->size > UALINK_SIM_BO_MAX_SIZE || args->flags)
+	/* pad too: a field that may get a meaning later must be 0 now. */
+	if (!args->size || args->size > UALINK_SIM_BO_MAX_SIZE || args->flags || args->pad)
 		return -EINVAL;
 	if (!args->domains ||
 	    args->domains & ~(UALINK_SIM_DOMAIN_GTT | UALINK_SIM_DOMAIN_VRAM))
@@ -731,6 +744,8 @@ static int usim_gem_mmap_ioctl(struct drm_device *dev, void *data, struct drm_fi
 	struct drm_gem_object *obj;
 	int ret = 0;
 
+	if (args->pad)
+		return -EINVAL;
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
 		return -ENOENT;
@@ -781,6 +796,8 @@ static int usim_gem_evict_ioctl(struct drm_device *dev, void *data, struct drm_f
 	struct usim_bo *bo;
 	int ret = 0;
 
+	if (args->pad)
+		return -EINVAL;
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
 		return -ENOENT;

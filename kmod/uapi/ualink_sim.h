@@ -60,13 +60,13 @@ struct drm_ualink_sim_gem_create {
 	__u32 domains;		/* in: UALINK_SIM_DOMAIN_* */
 	__u32 flags;		/* in: must be 0 */
 	__u32 handle;		/* out: GEM handle */
-	__u32 pad;
+	__u32 pad;		/* must be 0 */
 };
 
 /* Fake offset for mmap() on the DRM fd. Refused for imported objects. */
 struct drm_ualink_sim_gem_mmap {
 	__u32 handle;
-	__u32 pad;
+	__u32 pad;		/* must be 0 */
 	__u64 offset;		/* out */
 };
 
@@ -89,7 +89,7 @@ struct drm_ualink_sim_gem_info {
 /* Evict (move) a BO, as TTM would under pressure: -EBUSY while pinned. */
 struct drm_ualink_sim_gem_evict {
 	__u32 handle;
-	__u32 pad;
+	__u32 pad;		/* must be 0 */
 };
 
 #define UALINK_SIM_ACCESS_READ		0

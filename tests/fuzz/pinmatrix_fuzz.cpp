@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "kernel_info.hpp"
+#include "kernel_log.hpp"
 #include "pinmatrix.h"
 
 namespace {
@@ -238,15 +239,14 @@ void fork_holders(const options &o, std::mt19937_64 &g, const arena &a)
 
 std::string kernel_complaints()
 {
-	std::string log(1 << 20, '\0');
-	int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log.data(), int(log.size()));
-	if (n < 0)
-		return std::string("cannot read the kernel log: ") + strerror(errno);
-	log.resize(size_t(n));
-	static const std::regex bad("(WARNING:|BUG:|Oops|general protection|Call Trace|"
-				    "possible circular locking|inconsistent lock state|KASAN:|UBSAN:)[^\n]*");
-	std::smatch m;
-	return std::regex_search(log, m, bad) ? m.str(0) : "";
+	std::string log;
+	try {
+		log = pinmatrix::read_kernel_log();
+	} catch (const std::system_error &e) {
+		return std::string("cannot read the kernel log: ") + e.what();
+	}
+	const auto found = pinmatrix::kernel_alarms(log);
+	return found.empty() ? "" : found.front();
 }
 
 bool load_module()

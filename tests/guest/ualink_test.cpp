@@ -38,6 +38,7 @@
 #include <xf86drm.h>
 
 #include "command.hpp"
+#include "kernel_log.hpp"
 #include "sys_error.hpp"
 #include "ualink_cases.hpp"
 #include "ualink_device.hpp"
@@ -110,16 +111,13 @@ std::string kernel_log()
 	return log;
 }
 
+// Lines of the kernel log that report a bug (lib/kernel_log.cpp's table).
 size_t alarms(std::string *first = nullptr)
 {
-	static const std::regex alarm("(WARNING:|BUG:|Oops|general protection|Call Trace|list_del corruption|"
-				      "refcount_t:|UBSAN|KASAN)[^\n]*");
-	const std::string log = kernel_log();
-	size_t n = 0;
-	for (auto it = std::sregex_iterator(log.begin(), log.end(), alarm); it != std::sregex_iterator(); ++it)
-		if (!n++ && first)
-			*first = it->str();
-	return n;
+	const auto found = kernel_alarms(kernel_log());
+	if (!found.empty() && first)
+		*first = found.front();
+	return found.size();
 }
 
 json counts(const accel &a)

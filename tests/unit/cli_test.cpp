@@ -36,9 +36,14 @@ TEST(Cli, BadUsageExitsTwoWithAMessage)
 		{"run --module /nonexistent.ko", "/nonexistent.ko"},
 		{"run --fault explode", "panic-at=CASE"},
 		{"run --fault panic-at=Q", "unknown case 'Q'"},
+		{"run --fault kernel-hang-at=A", "case A takes no pin through /dev/pinmatrix"},
 		{"vm", "--out"},
 		{"vm --out /tmp/x --memory 12", "memory"},
 		{"vm --out /tmp/x --cases A --guest-cmd true", "excludes"},
+		{"vm --out /tmp/x --kernel build:nosuch", "NAME one of: debug"},
+		{"kernel build --kernel build:nosuch", "no Kconfig fragment at nosuch"},
+		{"kernel build --kernel build:+", "an empty fragment name"},
+		{"kernel build --kernel image:", "image dir"},
 	};
 	for (const auto &b : bad) {
 		auto r = run_pinmatrix(b.args);

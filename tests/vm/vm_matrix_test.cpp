@@ -2,15 +2,24 @@
 // The whole matrix in a real guest: Debian's stock kernel under QEMU, the
 // real rdma_rxe driver and libibverbs, and the project's module. Then the
 // runner's promises when the guest misbehaves: a panic, a case that never
-// returns, a guest that never ends.
+// returns (in user space or stuck in the kernel), a guest that never ends,
+// a QEMU killed from outside, a results disk that fills up.
 
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <future>
+#include <iterator>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -446,6 +455,13 @@ TEST(VmFaults, GuestPanicIsAnErrorAndKeepsWhatFinished)
 	EXPECT_NE(doc["vm"]["serial_excerpt"].get<std::string>().find("Kernel panic"), std::string::npos)
 		<< doc["vm"]["serial_excerpt"];
 	EXPECT_TRUE(fs::exists(dir / "serial.log"));
+	// B was running: its record names it and carries the panic's task dump.
+	const auto &b = by_id(doc, "B");
+	EXPECT_NE(b["reason"].get<std::string>().find("case B was running when the guest ended"), std::string::npos)
+		<< b["reason"];
+	EXPECT_NE(b["serial_excerpt"].get<std::string>().find("sysrq_handle_crash"), std::string::npos)
+		<< b["serial_excerpt"];
+	EXPECT_NE(by_id(doc, "D")["reason"].get<std::string>().find("not reached"), std::string::npos);
 }
 
 TEST(VmFaults, CaseThatNeverReturnsIsKilledAndTheRestRun)
@@ -471,4 +487,201 @@ TEST(VmFaults, GuestThatNeverEndsIsKilledAtTheTimeout)
 	EXPECT_EQ(by_id(doc, "A")["verdict"], "error");
 	EXPECT_NE(by_id(doc, "A")["reason"].get<std::string>().find("killed"), std::string::npos);
 	EXPECT_EQ(doc["vm"]["qemu_exit"], "killed");
+}
+
+// A registration that never returns, inside the kernel: the module's PIN
+// sleeps (killable) at case B until SIGKILL (pinmatrix.ko's
+// stall_pin_until_killed, set by the runner for B only).
+TEST(VmFaults, CaseStuckInTheKernelIsDumpedKilledAndTheRestRun)
+{
+	require_vm();
+	auto dir = out_dir("kernel-hang");
+	auto r = run_pinmatrix("vm --cases B,C,D --fault kernel-hang-at=B --case-timeout 6 --out " + dir.string());
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	auto doc = load(dir);
+	const auto &b = by_id(doc, "B");
+	EXPECT_EQ(b["verdict"], "error");
+	const std::string reason = b["reason"];
+	EXPECT_NE(reason.find("did not finish within 6 s"), std::string::npos) << reason;
+	EXPECT_NE(reason.find("stuck in the kernel at pm_stall_until_killed"), std::string::npos) << reason;
+	// The evidence: where it slept, its kernel stack and the kernel's task dump.
+	const auto &stuck = b["stuck_task"];
+	EXPECT_EQ(stuck["state"], "D") << stuck.dump(2);
+	EXPECT_EQ(stuck["wchan"], "pm_stall_until_killed") << stuck.dump(2);
+	EXPECT_NE(stuck["kernel_stack"].dump().find("pm_stall_until_killed"), std::string::npos) << stuck.dump(2);
+	EXPECT_NE(stuck["kernel_stack"].dump().find("pm_ioctl"), std::string::npos) << stuck.dump(2);
+	const auto &dump = stuck["task_dump"]["lines"];
+	ASSERT_FALSE(dump.empty()) << stuck.dump(2);
+	EXPECT_EQ(dump[0].get<std::string>().rfind("task:pinmatrix", 0), 0u) << dump.dump(2);
+	EXPECT_NE(dump.dump().find(" pid:" + std::to_string(stuck["pid"].get<int>()) + " "), std::string::npos)
+		<< dump.dump(2);
+	EXPECT_NE(dump.dump().find("pm_stall_until_killed"), std::string::npos) << dump.dump(2);
+	// SIGKILL ended the sleep and released what the pin held; the knob
+	// was off again for the next cases.
+	const auto &after_kill = stuck["vmstat_after_kill"];
+	EXPECT_EQ(after_kill["nr_foll_pin_acquired"], after_kill["nr_foll_pin_released"]) << stuck.dump(2);
+	EXPECT_EQ(by_id(doc, "C")["verdict"], "pass") << by_id(doc, "C").value("reason", "");
+	EXPECT_EQ(by_id(doc, "D")["verdict"], "pass") << by_id(doc, "D").value("reason", "");
+	EXPECT_EQ(doc["vmstat_after"]["nr_foll_pin_acquired"], doc["vmstat_after"]["nr_foll_pin_released"]);
+	EXPECT_TRUE(doc["complete"].get<bool>());
+}
+
+TEST(VmFaults, KernelHangAtACaseWithoutAModulePinIsBadUsage)
+{
+	auto dir = out_dir("kernel-hang-bad");
+	auto r = run_pinmatrix("vm --cases A --fault kernel-hang-at=A --out " + dir.string());
+	EXPECT_EQ(r.exit_code, 2) << r.output;
+	EXPECT_NE(r.output.find("case A takes no pin through /dev/pinmatrix"), std::string::npos) << r.output;
+	EXPECT_FALSE(fs::exists(dir)) << "nothing is written for bad usage";
+}
+
+namespace {
+
+// The guest's results.json as far as it is written, or null.
+json guest_results(const fs::path &dir)
+{
+	try {
+		return load(dir / "guest");
+	} catch (const std::exception &) {
+		return nullptr;
+	}
+}
+
+// QEMU's PID from the pid file the launcher has it write, once that names
+// a QEMU of this run: only that process is ever signalled.
+pid_t qemu_pid_of(const fs::path &dir)
+{
+	std::ifstream in(dir / "qemu.pid");
+	pid_t pid = 0;
+	if (!(in >> pid) || pid <= 0)
+		return 0;
+	std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+	std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+	const bool ours = argv.rfind("qemu-system-x86_64", 0) == 0 &&
+			  argv.find((dir / "serial.log").string()) != std::string::npos;
+	return ours ? pid : 0;
+}
+
+} // namespace
+
+TEST(VmFaults, KilledQemuIsAnErrorNamingTheRunningCaseAndKeepsWhatFinished)
+{
+	require_vm();
+	auto dir = out_dir("qemu-killed");
+	// B never returns, so it is surely the case running when QEMU dies.
+	auto run = std::async(std::launch::async, [&] {
+		return run_pinmatrix("vm --cases A,B,D --fault hang-at=B --case-timeout 600 --out " + dir.string());
+	});
+	pid_t pid = 0;
+	for (int i = 0; i < 3000 && !pid; i++) {
+		const json g = guest_results(dir);
+		if (g.is_object() && !g["cases"].empty())
+			pid = qemu_pid_of(dir);
+		if (!pid)
+			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	}
+	ASSERT_GT(pid, 0) << "no result for case A, or no QEMU pid file";
+	ASSERT_EQ(kill(pid, SIGKILL), 0);
+	auto r = run.get();
+
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	auto doc = load(dir);
+	EXPECT_EQ(doc["verdict"], "error");
+	EXPECT_EQ(by_id(doc, "A")["verdict"], "pass") << by_id(doc, "A").value("reason", "");
+	const auto &b = by_id(doc, "B");
+	EXPECT_EQ(b["verdict"], "error");
+	EXPECT_NE(b["reason"].get<std::string>().find("case B was running when the guest ended: QEMU was killed by signal 9"),
+		  std::string::npos)
+		<< b["reason"];
+	EXPECT_FALSE(b["serial_excerpt"].get<std::string>().empty());
+	const auto &d = by_id(doc, "D");
+	EXPECT_EQ(d["verdict"], "error");
+	EXPECT_NE(d["reason"].get<std::string>().find("not reached"), std::string::npos) << d["reason"];
+	EXPECT_EQ(doc["vm"]["qemu_exit"], 128 + SIGKILL);
+	EXPECT_FALSE(doc["vm"]["serial_excerpt"].get<std::string>().empty());
+	for (const char *f : {"serial.log", "report.html", "results.ktap", "junit.xml", "summary.md"})
+		EXPECT_TRUE(fs::exists(dir / f)) << f;
+	EXPECT_FALSE(fs::exists(dir / "qemu.pid")) << "a stale pid file could name another process";
+}
+
+namespace {
+
+// A tmpfs of the test's own under its out dir, unmounted at the end.
+class small_tmpfs {
+public:
+	explicit small_tmpfs(fs::path at) : at_(std::move(at))
+	{
+		fs::create_directories(at_);
+		mounted_ = mount("tmpfs", at_.c_str(), "tmpfs", 0, "size=8m,mode=0755") == 0;
+	}
+	small_tmpfs(const small_tmpfs &) = delete;
+	small_tmpfs &operator=(const small_tmpfs &) = delete;
+	~small_tmpfs()
+	{
+		if (mounted_ && umount(at_.c_str()))
+			umount2(at_.c_str(), MNT_DETACH);
+	}
+	bool mounted() const { return mounted_; }
+	// Shrinks it to what it holds now plus `spare` bytes: the disk is full.
+	bool fill_leaving(uint64_t spare)
+	{
+		struct statvfs st {};
+		if (statvfs(at_.c_str(), &st))
+			return false;
+		const uint64_t used = uint64_t(st.f_blocks - st.f_bfree) * st.f_frsize;
+		const std::string opts = "size=" + std::to_string(used + spare);
+		return mount("tmpfs", at_.c_str(), "tmpfs", MS_REMOUNT, opts.c_str()) == 0;
+	}
+
+private:
+	fs::path at_;
+	bool mounted_ = false;
+};
+
+} // namespace
+
+// The results disk fills up while case B runs (B hangs to give the test its
+// moment): B's record cannot be written. The error names B; results.json
+// keeps A, whole (it is only ever replaced by rename); no temporary file is
+// left; the run exits 1.
+TEST(VmFaults, FullResultsDiskNamesTheCaseAndKeepsWhatWasWritten)
+{
+	require_vm();
+	auto dir = out_dir("full-disk");
+	small_tmpfs disk(dir / "mnt");
+	ASSERT_TRUE(disk.mounted()) << strerror(errno);
+	const fs::path out = dir / "mnt" / "run";
+	auto run = std::async(std::launch::async, [&] {
+		return run_pinmatrix("vm --cases A,B,D --fault hang-at=B --case-timeout 10 --out " + out.string());
+	});
+	bool a_written = false;
+	for (int i = 0; i < 3000 && !a_written; i++) {
+		const json g = guest_results(out);
+		a_written = g.is_object() && !g["cases"].empty();
+		if (!a_written)
+			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	}
+	// Room for the console and job logs, not for results.json with B (~34 KiB).
+	const bool full = a_written && disk.fill_leaving(16 << 10);
+	auto r = run.get();
+	std::ofstream(dir / "output.txt") << r.output; // the disk itself goes at the end
+	ASSERT_TRUE(a_written) << r.output;
+	ASSERT_TRUE(full) << strerror(errno);
+
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	// The runner's error names B, and so does B's record in what is shown.
+	const std::string error = "pinmatrix: ERROR: case B (2/3): its record: results.json not updated: write "
+				  "/run/pinmatrix/results.json: No space left on device; it keeps the 1 case(s) written "
+				  "before";
+	EXPECT_NE(r.output.find(error + "\n"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("B: error: no result from the guest: " + error), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("pinmatrix vm: ERROR: results not written"), std::string::npos) << r.output;
+	const json g = guest_results(out);
+	ASSERT_TRUE(g.is_object()) << "the guest's results.json is not whole JSON";
+	ASSERT_EQ(g["cases"].size(), 1u) << g["cases"].dump();
+	EXPECT_EQ(g["cases"][0]["id"], "A");
+	EXPECT_EQ(g["cases"][0]["verdict"], "pass");
+	EXPECT_FALSE(g["complete"].get<bool>());
+	for (const auto &f : fs::recursive_directory_iterator(out))
+		EXPECT_EQ(f.path().filename().string().find(".tmp"), std::string::npos) << f.path();
 }

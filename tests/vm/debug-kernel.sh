@@ -1,0 +1,49 @@
+#!/bin/bash
+# vm.debug-kernel: the suite on the debug kernel (`--kernel build:debug`:
+# vm/kconfig/pinmatrix.config + debug.config, KASAN, lockdep, DEBUG_VM,
+# DEBUG_ATOMIC_SLEEP). Each run fails on its own verdicts and on any kernel
+# bug report in its guest's log (pinmatrix vm reads guest/kernel.log).
+# Builds the kernel first when the cache lacks it (minutes; cached after).
+# Usage: debug-kernel.sh OUT PINMATRIX PINMATRIX_FUZZ UALINK_GUEST_TESTS UALINK_FUZZ
+set -u
+[[ $# -eq 5 ]] || { echo "usage: $0 OUT PINMATRIX PINMATRIX_FUZZ UALINK_GUEST_TESTS UALINK_FUZZ" >&2; exit 2; }
+out=$1 bin=$2 fuzz=$3 ualink=$4 ualink_fuzz=$5
+[[ $EUID -eq 0 ]] || { echo "SKIP: needs root (the guest runs the module)"; exit 77; }
+command -v qemu-system-x86_64 > /dev/null || { echo "SKIP: qemu-system-x86_64 is not installed"; exit 77; }
+[[ -f /usr/src/linux-source-6.1.tar.xz ]] ||
+  { echo "SKIP: no /usr/src/linux-source-6.1.tar.xz to build the debug kernel from (tools/setup-host)"; exit 77; }
+
+rm -rf "$out"
+mkdir -p "$out"
+status=0
+step() { # NAME ARGS...: one pinmatrix command, timed
+  local name=$1 t0=$SECONDS rc
+  shift
+  echo "== $name: pinmatrix $*"
+  "$bin" "$@"
+  rc=$?
+  echo "== $name: exit $rc in $((SECONDS - t0)) s"
+  [[ $rc -eq 0 ]] || status=1
+}
+
+step kernel kernel build --kernel build:debug
+[[ $status -eq 0 ]] || exit 1
+# The check can fail: a bug report planted in the guest's log fails the run.
+echo "== planted: a planted 'BUG: KASAN' line must fail the run"
+"$bin" vm --kernel build:debug --out "$out/planted" \
+  --guest-cmd "echo 'pinmatrix-test: BUG: KASAN: planted by tests/vm/debug-kernel.sh' > /dev/kmsg"
+rc=$?
+echo "== planted: exit $rc (want 1)"
+[[ $rc -eq 1 ]] || status=1
+# The suite, with the timeouts vm.matrix, vm.ualink, vm.fuzz and
+# vm.fuzz-ualink use: the debug kernel under TCG needs no more (README
+# "The debug kernel").
+step matrix vm --kernel build:debug --out "$out/matrix"
+step matrix-cma vm --kernel build:debug --placement cma --out "$out/matrix-cma"
+step ualink vm --kernel build:debug --out "$out/ualink" --timeout 1200 \
+  --guest-cmd "$ualink --gtest_output=xml:/run/pinmatrix/ualink-tests.xml"
+step fuzz vm --kernel build:debug --out "$out/fuzz" \
+  --guest-cmd "$fuzz --seed 1 --calls 20000 --threads 4 --forks 8 && $fuzz --seed 2 --calls 20000 --threads 2 --forks 4"
+step fuzz-ualink vm --kernel build:debug --out "$out/fuzz-ualink" \
+  --guest-cmd "$ualink_fuzz --seed 1 --calls 40000 --threads 4 --forks 8 && $ualink_fuzz --seed 2 --calls 20000 --threads 3 --forks 4 --fault-bits 1"
+exit $status
