@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -129,39 +130,6 @@ std::string read_or_empty(const std::string &path)
 
 const char *const kmsg_path = "/dev/kmsg";
 
-// The kernel log records written from now on (/dev/kmsg), text only.
-class kernel_log_reader {
-public:
-	kernel_log_reader() : fd_(::open(kmsg_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC))
-	{
-		if (fd_)
-			lseek(fd_.get(), 0, SEEK_END);
-	}
-	bool ok() const { return bool(fd_); }
-	std::vector<std::string> read_new()
-	{
-		std::vector<std::string> lines;
-		char rec[8192];
-		for (;;) {
-			ssize_t n = read(fd_.get(), rec, sizeof(rec) - 1);
-			if (n < 0 && errno == EPIPE) // overwritten while we read: go on
-				continue;
-			if (n <= 0)
-				break;
-			const std::string r(rec, size_t(n));
-			const auto semi = r.find(';');
-			if (semi == std::string::npos)
-				continue;
-			// "prefix;text\n" then " KEY=value" dictionary lines.
-			lines.push_back(r.substr(semi + 1, r.find('\n', semi) - semi - 1));
-		}
-		return lines;
-	}
-
-private:
-	unique_fd fd_;
-};
-
 // What a case's process was doing when its time ran out: its state, where
 // it sleeps, its kernel stack and its entry in the kernel's dump of blocked
 // tasks (sysrq 'w'; writing the trigger works whatever kernel.sysrq says).
@@ -179,20 +147,24 @@ json stuck_task_evidence(pid_t pid)
 		stack.push_back(l.substr(l.find(']') == std::string::npos ? 0 : l.find(']') + 2));
 	e["kernel_stack"] = stack;
 
-	kernel_log_reader klog;
+	std::optional<kernel_log_cursor> klog;
+	try {
+		klog.emplace();
+	} catch (const std::exception &) {
+	}
 	// Marked, so that its stack dumps are not taken for kernel bugs (kernel_log.hpp).
 	std::ofstream(kmsg_path) << requested_dump_begins << " (sysrq w, pid " << pid << ")" << std::flush;
 	std::ofstream trigger("/proc/sysrq-trigger");
 	trigger << 'w' << std::flush;
 	std::ofstream(kmsg_path) << requested_dump_ends << std::flush;
-	if (!klog.ok() || !trigger) {
+	if (!klog || !trigger) {
 		e["task_dump"] = {{"trigger", "sysrq w"}, {"note", "no /dev/kmsg or /proc/sysrq-trigger"}};
 		return e;
 	}
 	// "task:COMM state:D stack:N pid:PID ..." (its tail may be a record of
 	// its own), then the call trace up to "</TASK>".
 	const std::regex pid_field("(^|\\s)pid:" + std::to_string(pid) + "(\\s|$)");
-	const auto log = klog.read_new();
+	const auto log = klog->new_records();
 	json lines = json::array();
 	for (size_t i = 0; i < log.size() && lines.empty(); i++) {
 		if (log[i].rfind("task:", 0) != 0 ||

@@ -87,11 +87,11 @@ kernel_log_cursor::kernel_log_cursor() : fd_(::open("/dev/kmsg", O_RDONLY | O_NO
 		throw last_sys_error("seek /dev/kmsg");
 }
 
-std::vector<std::string> kernel_log_cursor::new_alarms()
+std::vector<std::string> kernel_log_cursor::new_records()
 {
 	// One record per read: "prio,seq,usec,flags;text\n" then " KEY=value"
-	// lines. Read whole first: a requested dump spans records.
-	std::string text;
+	// lines; the text is kept.
+	std::vector<std::string> records;
 	char rec[8192];
 	for (;;) {
 		const ssize_t n = read(fd_.get(), rec, sizeof(rec));
@@ -104,8 +104,17 @@ std::vector<std::string> kernel_log_cursor::new_alarms()
 		if (semi == std::string_view::npos)
 			continue;
 		r.remove_prefix(semi + 1);
-		text.append(r.substr(0, r.find('\n'))).push_back('\n');
+		records.emplace_back(r.substr(0, r.find('\n')));
 	}
+	return records;
+}
+
+std::vector<std::string> kernel_log_cursor::new_alarms()
+{
+	// Scanned together: a requested dump spans records.
+	std::string text;
+	for (const auto &r : new_records())
+		text.append(r).push_back('\n');
 	return kernel_alarms(text);
 }
 

@@ -40,6 +40,8 @@ std::string read_kernel_log();
 class kernel_log_cursor {
 public:
 	kernel_log_cursor();	// throws sys_error
+	// The text of each record logged since the last call (or construction).
+	std::vector<std::string> new_records();
 	// The alarm lines logged since the last call (or construction).
 	std::vector<std::string> new_alarms();
 
