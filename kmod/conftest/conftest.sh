@@ -50,7 +50,7 @@ for t in $tests; do
 		echo "conftest: $t: no \"/* PM_NAME: ... */\" on line 2" >&2
 		exit 1
 	fi
-	(compile "$name" "$t" "$@" && : >"$tmp/$name.ok" || :) &
+	(if compile "$name" "$t" "$@"; then : >"$tmp/$name.ok"; fi) &
 done
 wait
 
