@@ -258,7 +258,7 @@ std::string bench_html_section(const json &bench)
 		{"reg_mr", "ibv_reg_mr + ibv_dereg_mr by placement"},
 		{"pin", "The module's pin + unpin, FOLL_PIN with and without FOLL_LONGTERM"},
 		{"ualink", "UALink export and import (first, of a new BO)"},
-		{"probe", "PINMATRIX_IOC_PROBE, one call"},
+		{"probe", "The placement probe: /proc/self/pagemap, then PINMATRIX_IOC_PROBE on present runs"},
 		{"populate", "MADV_POPULATE_WRITE of a new mapping"}};
 	for (const auto &g : groups) {
 		std::vector<xy_series> lat, per_page;

@@ -593,6 +593,8 @@ std::vector<registration_view> registrations_of(const case_view &c)
 				one += ", zone " + text_at(pg, "zone", "?") + ", pageblock " + text_at(pg, "migratetype", "?");
 				if (const json *lp = member(pg, "longterm_pinnable"); lp && lp->is_boolean())
 					one += lp->get<bool>() ? ", long-term pinnable" : ", NOT long-term pinnable";
+				else if (lp && lp->is_null())
+					one += ", long-term pinnable unknown";
 				if (pg.value("maybe_dma_pinned", false))
 					one += ", maybe_dma_pinned";
 				if (const json *pins = member(pg, "module_pins"); pins && pins->is_array() && !pins->empty()) {
