@@ -21,7 +21,7 @@ release=$(<"$kdir/release")
 mods=$kdir/modules
 [[ -f $mods/modules.dep ]] || die "$mods/modules.dep missing"
 [[ -x /bin/busybox ]] || die "/bin/busybox missing (apt-get install busybox-static)"
-/bin/busybox --list | grep -qx switch_root || die "/bin/busybox lacks switch_root"
+/bin/busybox --list | grep -x switch_root >/dev/null || die "/bin/busybox lacks switch_root"
 [[ -f $here/guest/init ]] || die "$here/guest/init missing"
 
 # Module names treat '-' and '_' alike; key everything by the '_' spelling.
