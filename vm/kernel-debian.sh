@@ -68,9 +68,15 @@ if [[ $abi =~ ^([0-9]+\.[0-9]+)(\+deb[0-9]+)?$ ]]; then
 fi
 dest=$cache/kernels/debian-$abi
 
+# .complete names the layout: a dir of an older layout is made again.
+layout=2
 if [[ -e $dest/.complete ]]; then
-  echo "$dest"
-  exit 0
+  if [[ $(<"$dest/.complete") == "layout $layout" ]]; then
+    echo "$dest"
+    exit 0
+  fi
+  say "$dest has an older layout: extracting again"
+  rm -rf "$dest"
 fi
 
 # The package that has a candidate: signed or -unsigned (same image).
@@ -196,7 +202,7 @@ if grep -qx 'CONFIG_PVH=y' "$out/config"; then
   extract_vmlinux "$out/vmlinuz" "$out/vmlinux" ||
     say "WARNING: could not extract vmlinux; use vmlinuz"
 fi
-touch "$out/.complete"
+echo "layout $layout" > "$out/.complete"
 
 # Another run may have finished first; keep theirs (it is equivalent).
 if ! mv -T "$out" "$dest" 2>/dev/null; then
