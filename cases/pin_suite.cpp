@@ -87,7 +87,10 @@ public:
 	json run_in_child(const planned_case &pc) override
 	{
 		if (def(pc).where != placement::ordinary && !opt_.restricted_present)
-			throw unmet_need("this boot has no ZONE_MOVABLE and no CMA (boot with movablecore= or cma=)");
+			throw unmet_need(opt_.restricted == placement::cma
+						 ? "this boot has no CMA area (CmaTotal 0: boot with cma= or hugetlb_cma=; "
+						   "a kernel that failed to reserve it logs \"cma: Failed to reserve\")"
+						 : "this boot has no ZONE_MOVABLE (boot with movablecore=)");
 		auto module = pin_module::open();
 		auto second = open_second_pinner(opt_.second_pin, opt_.device);
 		// Telemetry and the kernel trace of every registration (case_telemetry.hpp).

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "runner.hpp"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -377,6 +379,13 @@ int run_matrix(const run_options &opt)
 	if (opt.placement == "auto" && so.restricted == placement::ordinary) {
 		so.restricted = placement::movable;
 		so.restricted_present = false;
+	}
+	// Asked for by name, it must be there: a CMA area the kernel failed to
+	// reserve (CmaTotal 0) leaves nothing to find, and filling memory in
+	// search of it only ends in the OOM killer.
+	if (opt.placement != "auto" && so.restricted != placement::ordinary) {
+		const auto present = restricted_placements();
+		so.restricted_present = std::find(present.begin(), present.end(), so.restricted) != present.end();
 	}
 	auto suites = make_suites(so);
 	const auto plan = select_plan(suites, opt.cases);

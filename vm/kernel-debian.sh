@@ -94,14 +94,15 @@ package_suite() {
     sed 's,/.*,,; s,-security$,,; s,-updates$,,'
 }
 
-# PKG and the dependencies of it that belong to this kernel build (their
-# names carry the version, e.g. linux-modules-7.2.13+deb14-amd64,
-# linux-kbuild-6.12.117+deb12), never another linux-image.
+# PKG and the dependencies of it that belong to this kernel build: their
+# names carry the version (linux-modules-7.2.13+deb14-amd64,
+# linux-kbuild-6.12.117+deb12), or they are its kbuild tools (bookworm's
+# 6.1 names them by series: linux-kbuild-6.1); never another linux-image.
 kernel_packages() {
   local stem=${abi%-amd64} dep
   echo "$1"
   apt apt-cache depends "$1" | sed -n 's/^ *|\?Depends: \([^<>]*\)$/\1/p' | while read -r dep; do
-    [[ $dep == *"$stem"* && $dep != linux-image-* ]] && echo "$dep"
+    [[ ($dep == *"$stem"* || $dep == linux-kbuild-*) && $dep != linux-image-* ]] && echo "$dep"
   done
 }
 
@@ -130,6 +131,7 @@ host_can_build() {
   cc=$(sed -n 's/^CC = .*)\(gcc[-0-9.]*\)$/\1/p' "$kdir/.kernelvariables" 2>/dev/null)
   [[ -n $cc ]] || cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^ ]*\) .*/\1/p' "$kdir/.config")
   command -v "${cc:-gcc}" >/dev/null || { say "the host has no ${cc:-gcc} for $abi's headers"; return 1; }
+  [[ -x $kdir/scripts/basic/fixdep ]] || die "$abi's headers have no scripts/basic/fixdep (a linux-kbuild package missing?)"
   [[ $("$kdir/scripts/basic/fixdep" 2>&1) == Usage* ]] ||
     { say "$abi's kbuild tools do not run on the host's C library"; return 1; }
 }
