@@ -5,6 +5,8 @@
 
 #include "case_telemetry.hpp"
 #include "gpu_pin.hpp"
+#include "kernel_info.hpp"
+#include "kernel_rules.hpp"
 #include "pin_case.hpp"
 #include "placement.hpp"
 #include "results.hpp"
@@ -15,6 +17,24 @@ namespace pinmatrix {
 using nlohmann::json;
 
 namespace {
+
+// The kernel_rules.cpp rows a case is judged under on this kernel, in its
+// record; a FAIL on a kernel inside a known regression's range names it.
+void attach_kernel_rules(json &record, const case_def &c)
+{
+	static const kernel_info k = read_kernel_info();
+	static const auto version = upstream_version(k.release, k.version);
+	json rules = json::array();
+	for (const auto &a : rules_applied(c, version)) {
+		rules.push_back({{"rule", a.id}, {"says", a.says}, {"source", a.source},
+				 {"versions", a.versions}, {"this_kernel", a.this_kernel}});
+		if (a.in_range && a.versions != "every kernel" && record.value("verdict", "") == "fail")
+			record["reason"] = record.value("reason", "") + "; this kernel (" + version->text() +
+					   ") is in the range of known regression " + a.id + ": " + a.says;
+	}
+	record["expected"]["kernel_version"] = version ? json(version->text()) : json(nullptr);
+	record["expected"]["kernel_rules"] = rules;
+}
 
 class pin_suite final : public suite {
 public:
@@ -104,6 +124,7 @@ public:
 	{
 		json r = to_json(pinmatrix::judge(def(pc), observation_from_json(observation)));
 		attach_telemetry(r, observation);
+		attach_kernel_rules(r, def(pc));
 		return r;
 	}
 

@@ -4,7 +4,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <filesystem>
 #include <limits>
 #include <regex>
@@ -13,6 +15,7 @@
 
 #include "kernel_info.hpp"
 #include "kernel_log.hpp"
+#include "proc_pages.hpp"
 
 #include "sys_error.hpp"
 
@@ -178,12 +181,46 @@ std::vector<cma_area> cma_areas_from_boot_log()
 	return areas;
 }
 
+// The last resort, for kernels whose boot log names no address either (7.x
+// reserves hugetlb_cma through the multi-range API: "cma: Reserved 1024 MiB
+// in 1 range"): each zone that /proc/pagetypeinfo counts MIGRATE_CMA
+// pageblocks in, as one range. A coarser check, and the source says so.
+std::vector<cma_area> cma_areas_from_pagetypeinfo()
+{
+	std::vector<cma_area> areas;
+	std::istringstream in(read_text_file("/proc/pagetypeinfo"));
+	int cma_column = -1;
+	const auto zones = read_zone_ranges();
+	for (std::string line; std::getline(in, line);) {
+		std::istringstream words(line);
+		std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
+		if (line.rfind("Number of blocks type", 0) == 0) {
+			const auto it = std::find(w.begin(), w.end(), "CMA");
+			cma_column = it == w.end() ? -1 : int(it - w.begin()) - 4;	// after "Number of blocks type"
+			continue;
+		}
+		// "Node 0, zone   Normal  205  5893  622  0  512  0"
+		if (cma_column < 0 || w.size() < 4 || w[0] != "Node" || w[2] != "zone" ||
+		    size_t(4 + cma_column) >= w.size() || std::stoull(w[4 + cma_column]) == 0)
+			continue;
+		for (const auto &z : zones)
+			if (z.zone == w[3] && z.node == std::atoi(w[1].c_str()))
+				areas.push_back({"zone " + z.zone + " CMA pageblocks", z.start_pfn,
+						 z.end_pfn - z.start_pfn,
+						 "/proc/pagetypeinfo: " + w[4 + cma_column] + " MIGRATE_CMA pageblocks in zone " +
+							 z.zone + " (the kernel names no area range: no CMA_DEBUGFS, no address in its boot log)"});
+	}
+	return areas;
+}
+
 } // namespace
 
 std::vector<cma_area> read_cma_areas()
 {
-	auto areas = cma_areas_from_debugfs();
-	return areas.empty() ? cma_areas_from_boot_log() : areas;
+	for (auto source : {cma_areas_from_debugfs, cma_areas_from_boot_log, cma_areas_from_pagetypeinfo})
+		if (auto areas = source(); !areas.empty())
+			return areas;
+	return {};
 }
 
 std::string cma_area_of(const std::vector<cma_area> &areas, uint64_t pfn)

@@ -41,7 +41,9 @@ std::vector<placement> restricted_placements();
 // CMA areas: the cross-check for a page whose pageblock says MIGRATE_CMA.
 // From debugfs (/sys/kernel/debug/cma/<name>/base_pfn, count, or
 // ranges/<n>/ from 6.19) where the kernel has CMA_DEBUGFS, else from the
-// boot log's "cma: Reserved N MiB at ADDR" lines; `source` says which.
+// boot log's "cma: Reserved N MiB at ADDR" lines, else (a multi-range area
+// whose boot log names no address) each zone /proc/pagetypeinfo counts
+// MIGRATE_CMA pageblocks in; `source` says which.
 struct cma_area {
 	std::string name;
 	uint64_t base_pfn = 0;

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "kernel_rules.hpp"
+
+#include <regex>
+
+namespace pinmatrix {
+
+namespace {
+
+bool every_pin_case(const case_def &)
+{
+	return true;
+}
+
+bool restricted_page(const case_def &c)
+{
+	return c.where != placement::ordinary;
+}
+
+bool restricted_mlocked_page(const case_def &c)
+{
+	return c.where != placement::ordinary && c.first == first_pin::mlock;
+}
+
+constexpr kernel_version v(int major, int minor, int patch)
+{
+	return {major, minor, patch};
+}
+
+} // namespace
+
+std::string kernel_version::text() const
+{
+	return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+const std::vector<kernel_rule> &kernel_rules()
+{
+	// The stable windows are those of the public fixes (FACTS.md); where a
+	// regression's first release is not known, its row starts at the
+	// series' first release: every release before the fix may have it.
+	static const std::vector<kernel_rule> table = {
+		{"longterm-placement",
+		 "a FOLL_LONGTERM pin first migrates a page out of ZONE_MOVABLE or a MIGRATE_CMA pageblock; "
+		 "a reference held on the page makes that migration fail and the pin return -ENOMEM",
+		 "is_longterm_pinnable_page() (6.1), folio_is_longterm_pinnable() (6.2 on); "
+		 "check_and_migrate_movable_pages() (6.1), migrate_longterm_unpinnable_folios() (6.12 on)",
+		 {}, every_pin_case},
+		{"1aaf8c122918",
+		 "regression: a long-term pin succeeds IN PLACE when an unpinnable folio could not be isolated "
+		 "from the LRU (collect_longterm_unpinnable_folios() returned on an empty list): the page stays "
+		 "in CMA/ZONE_MOVABLE; reverted by 517f496e1e61",
+		 "mm/gup.c, commit 1aaf8c122918, revert 517f496e1e61",
+		 {{v(6, 1, 129), v(6, 1, 154)}, {v(6, 6, 79), v(6, 6, 108)}, {v(6, 12, 14), v(6, 12, 35)}},
+		 restricted_page},
+		{"98c6d259319e",
+		 "regression: a folio in a per-CPU mlock batch holds an extra reference while PG_lru is set; "
+		 "the LRU test skipped the drain and the long-term pin of an mlocked page failed with -ENOMEM",
+		 "mm/gup.c, fixed by commit 98c6d259319e",
+		 {{v(6, 1, 0), v(6, 1, 154)}, {v(6, 6, 0), v(6, 6, 108)}, {v(6, 12, 0), v(6, 12, 48)}},
+		 restricted_mlocked_page},
+	};
+	return table;
+}
+
+std::optional<kernel_version> upstream_version(const std::string &release, const std::string &uname_v)
+{
+	static const std::regex debian(R"(Debian (\d+)\.(\d+)\.(\d+))");
+	static const std::regex debian_abi(R"(^\d+\.\d+\.0-\d+-)");
+	static const std::regex leading(R"(^(\d+)\.(\d+)(?:\.(\d+))?)");
+	std::smatch m;
+	auto to_version = [&] {
+		return kernel_version{std::stoi(m[1]), std::stoi(m[2]), m[3].matched ? std::stoi(m[3]) : 0};
+	};
+	if (std::regex_search(uname_v, m, debian))
+		return to_version();
+	if (std::regex_search(release, debian_abi))
+		return std::nullopt;	// an ABI name: its .0 is not the version
+	if (std::regex_search(release, m, leading))
+		return to_version();
+	return std::nullopt;
+}
+
+namespace {
+
+std::string ranges_text(const std::vector<version_range> &ranges)
+{
+	if (ranges.empty())
+		return "every kernel";
+	std::string s;
+	for (const auto &r : ranges)
+		s += (s.empty() ? "" : ", ") + r.first.text() + "-" + r.last.text();
+	return s;
+}
+
+} // namespace
+
+std::vector<applied_rule> rules_applied(const case_def &c, const std::optional<kernel_version> &v)
+{
+	std::vector<applied_rule> out;
+	for (const auto &rule : kernel_rules()) {
+		if (!rule.applies_to(c))
+			continue;
+		applied_rule a{rule.id, rule.says, rule.source, ranges_text(rule.versions), "", false};
+		if (rule.versions.empty()) {
+			a.in_range = true;
+			a.this_kernel = "in range";
+		} else if (!v) {
+			a.this_kernel = "unknown (the kernel's upstream version cannot be read)";
+		} else {
+			for (const auto &r : rule.versions)
+				a.in_range |= r.first <= *v && *v <= r.last;
+			a.this_kernel = v->text() + (a.in_range ? " is in range" : " is not in range");
+		}
+		out.push_back(a);
+	}
+	return out;
+}
+
+} // namespace pinmatrix
