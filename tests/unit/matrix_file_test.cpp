@@ -116,7 +116,7 @@ TEST_F(MatrixFile, BadFilesNameTheLineAndTheProblem)
 		{head + "[[run]]\nkernel = \"k\"\nplacements = []\n", "non-empty list"},
 		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"movable\", \"movable\"]\n", "listed twice"},
 		{head + "[[run]]\nkernel = \"k\"\nplacement = [\"movable\"]\n", "unknown key 'placement'"},
-		{"[kernels.k]\nsource = \"fedora\"\n[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\n", "expected debian, build or image"},
+		{"[kernels.k]\nsource = \"fedora\"\n[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\n", "expected debian, build, image, tree or debs"},
 		{"[kernels.k]\nsource = \"build\"\nfragment = \"missing.config\"\n[[run]]\nkernel = \"k\"\nplacements = [\"cma\"]\n", "not found"},
 	};
 	for (const auto &b : bad) {
