@@ -115,6 +115,35 @@ TEST(Cli, TreeAndDebsNeedTheirKindOfDirectory)
 	fs::remove_all(base);
 }
 
+// A built tree is laid out (vm/kernel-tree.sh, here on a stub tree whose
+// Makefile answers kernelrelease) and its .config checked for what the
+// guest needs before any boot: each missing option named, exit 2.
+TEST(Cli, TreeLackingWhatTheGuestNeedsIsRefusedNamingTheOptions)
+{
+	const fs::path base = fs::temp_directory_path() / ("pm-cli-tree-" + std::to_string(getpid()));
+	fs::remove_all(base);
+	const auto write = [&](const fs::path &f, const std::string &text) {
+		fs::create_directories(f.parent_path());
+		FILE *out = std::fopen(f.c_str(), "w");
+		std::fputs(text.c_str(), out);
+		std::fclose(out);
+	};
+	const fs::path tree = base / "tree";
+	write(tree / "Makefile", "kernelrelease:\n\t@echo 6.99.0-stub\n");
+	write(tree / "arch/x86/boot/bzImage", "bzImage\n");
+	write(tree / ".config", "# CONFIG_MODULES is not set\nCONFIG_BLK_DEV_INITRD=y\nCONFIG_DEVTMPFS=y\n"
+				"CONFIG_TMPFS=y\nCONFIG_VIRTIO_PCI=y\nCONFIG_NET_9P_VIRTIO=y\n");
+	auto r = run_pinmatrix("kernel build --kernel tree:" + tree.string() + " --cache " + (base / "cache").string());
+	EXPECT_EQ(r.exit_code, 2) << r.output;
+	EXPECT_NE(r.output.find("kernel 'tree:" + tree.string() + "' (6.99.0-stub) lacks what the guest needs"),
+		  std::string::npos) << r.output;
+	for (const char *missing : {"CONFIG_9P_FS", "CONFIG_RDMA_RXE", "CONFIG_INFINIBAND_USER_ACCESS"})
+		EXPECT_NE(r.output.find(missing), std::string::npos) << missing << "\n" << r.output;
+	for (const char *there : {"CONFIG_BLK_DEV_INITRD", "CONFIG_NET_9P_VIRTIO"})
+		EXPECT_EQ(r.output.find(there), std::string::npos) << there << "\n" << r.output;
+	fs::remove_all(base);
+}
+
 TEST(Cli, RunWithoutTheModuleSkipsEveryCaseWithTheReason)
 {
 	if (fs::exists("/dev/pinmatrix"))
