@@ -101,6 +101,17 @@ cases = ["A", "B"]
 	EXPECT_EQ(def.groups[0].cases, (std::vector<std::string>{"A", "B"}));
 }
 
+TEST_F(MatrixFile, TreeAndDebsKernelsTakeADirRelativeToTheFile)
+{
+	for (const std::string source : {"image", "tree", "debs"}) {
+		const auto def = load_matrix(write("m.toml", "[kernels.k]\nsource = \"" + source +
+								"\"\ndir = \"kernels/mine\"\n[[run]]\nkernel = \"k\"\n"
+								"placements = [\"movable\"]\n"));
+		ASSERT_EQ(def.groups.size(), 1u) << source;
+		EXPECT_EQ(def.groups[0].kernel.spec, source + ":" + (dir / "kernels/mine").string());
+	}
+}
+
 TEST_F(MatrixFile, BadFilesNameTheLineAndTheProblem)
 {
 	const std::string head = "[kernels.k]\nsource = \"debian\"\n";
