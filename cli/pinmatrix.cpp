@@ -40,7 +40,9 @@ void print_cases(const suite_options &opt)
 std::string kernel_help(const char *first)
 {
 	std::string h = std::string(first) +
-			" | build[:NAME | :FRAGMENT[+FRAGMENT...]] (tinyconfig + fragments in order) | image:DIR."
+			" | build[:NAME | :FRAGMENT[+FRAGMENT...]] (tinyconfig + fragments in order) | image:DIR"
+			" | tree:DIR (your kernel build tree, after make bzImage modules)"
+			" | debs:DIR (a kernel's linux-image- and linux-headers- .debs)."
 			" Named builds (fragments in vm/kconfig/):";
 	for (const auto &b : named_builds()) {
 		std::string frags;
@@ -142,7 +144,7 @@ int main(int argc, char **argv)
 	auto *kernel_cmd = app.add_subcommand("kernel", "Guest kernels");
 	kernel_cmd->require_subcommand(1);
 	auto *kernel_build = kernel_cmd->add_subcommand(
-		"build", "Build (or find cached) a kernel from Debian's linux-source; prints its dir");
+		"build", "Build, fetch or lay out a kernel in the cache (or find it there); prints its dir");
 	kernel_build->add_option("--kernel", kernel_spec, kernel_help("debian[:ABI] (fetched)"))
 		->capture_default_str();
 	kernel_build->add_option("--patch", kernel_patches, "Patch to apply first (repeatable)")

@@ -141,12 +141,12 @@ private:
 					fail(*t, "patch " + patch.string() + " not found");
 				k.patches.push_back(patch.lexically_normal());
 			}
-		} else if (source == "image") {
+		} else if (source == "image" || source == "tree" || source == "debs") {
 			only_keys(*t, {"source", "dir"}, "[kernels." + name + "]");
-			k.spec = "image:" + relative_file(*t, "dir").string();
+			k.spec = source + ":" + relative_file(*t, "dir").string();
 		} else {
 			fail(*t, "source '" + source + "' of kernel '" + name +
-					 "': expected debian, build or image");
+					 "': expected debian, build, image, tree or debs");
 		}
 		return k;
 	}

@@ -12,7 +12,7 @@ namespace pinmatrix {
 
 struct matrix_kernel {
 	std::string name;			// the key under [kernels]
-	std::string spec;			// "debian[:ABI]", "build:FRAGMENT", "image:DIR"
+	std::string spec;			// "debian[:ABI]", "build:FRAGMENT", "image:DIR", "tree:DIR", "debs:DIR"
 	std::vector<std::filesystem::path> patches;
 };
 

@@ -78,6 +78,39 @@ void check_guest_needs(const guest_kernel &k)
 				 ") lacks what the guest needs, as =y or =m: " + missing);
 }
 
+// tree:DIR, debs:DIR: DIR, which must be an existing directory.
+fs::path existing_dir(const std::string &text, const std::string &arg)
+{
+	std::error_code ec;
+	if (arg.empty())
+		throw usage_error("kernel '" + text + "': needs a directory");
+	if (!fs::exists(arg, ec))
+		throw usage_error("kernel '" + text + "': no directory " + arg);
+	if (!fs::is_directory(arg, ec))
+		throw usage_error("kernel '" + text + "': " + arg + " is not a directory");
+	return fs::absolute(arg);
+}
+
+// A tree the user configured and built: its .config and Makefile, and an
+// image (bzImage, or vmlinux: vm/kernel-tree.sh checks CONFIG_PVH for it).
+void check_built_tree(const std::string &text, const fs::path &tree)
+{
+	if (!fs::is_regular_file(tree / ".config") || !fs::is_regular_file(tree / "Makefile"))
+		throw usage_error("kernel '" + text + "': " + tree.string() +
+				  " is not a kernel build tree (no .config or Makefile)");
+	if (!fs::is_regular_file(tree / "arch/x86/boot/bzImage") && !fs::is_regular_file(tree / "vmlinux"))
+		throw usage_error("kernel '" + text + "': " + tree.string() +
+				  " is not built (no arch/x86/boot/bzImage or vmlinux: make bzImage modules)");
+}
+
+bool has_debs(const fs::path &dir)
+{
+	for (const auto &e : fs::directory_iterator(dir))
+		if (e.path().extension() == ".deb" && e.is_regular_file())
+			return true;
+	return false;
+}
+
 } // namespace
 
 const std::vector<named_build> &named_builds()
@@ -168,19 +201,28 @@ kernel_spec parse_kernel_spec(const std::string &text)
 			}
 		}
 	} else if (k.source == "image") {
-		k.image_dir = arg;
+		k.user_dir = arg;
 		std::string missing;
 		for (const char *f : {"release", "config", "modules", "build"})
-			if (!fs::exists(k.image_dir / f))
+			if (!fs::exists(k.user_dir / f))
 				missing += std::string(missing.empty() ? "" : ", ") + f;
-		if (!fs::exists(k.image_dir / "vmlinux") && !fs::exists(k.image_dir / "vmlinuz"))
+		if (!fs::exists(k.user_dir / "vmlinux") && !fs::exists(k.user_dir / "vmlinuz"))
 			missing += std::string(missing.empty() ? "" : ", ") + "vmlinux or vmlinuz";
 		if (arg.empty() || !missing.empty())
 			throw usage_error("kernel '" + text + "': an image dir needs " +
 					  (missing.empty() ? std::string("a path") : missing));
+	} else if (k.source == "tree") {
+		k.user_dir = existing_dir(text, arg);
+		check_built_tree(text, k.user_dir);
+	} else if (k.source == "debs") {
+		k.user_dir = existing_dir(text, arg);
+		if (!has_debs(k.user_dir))
+			throw usage_error("kernel '" + text + "': no .deb files in " + arg +
+					  " (expected the linux-image- and linux-headers- packages)");
 	} else {
 		throw usage_error("kernel '" + text +
-				  "': expected debian[:ABI], build[@SERIES][:NAME|FRAGMENT[+FRAGMENT...]] or image:DIR");
+				  "': expected debian[:ABI], build[@SERIES][:NAME|FRAGMENT[+FRAGMENT...]], image:DIR, "
+				  "tree:DIR or debs:DIR");
 	}
 	return k;
 }
@@ -198,11 +240,16 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 	guest_kernel k;
 	k.spec = spec;
 	if (spec.source == "image") {
-		k.dir = fs::absolute(spec.image_dir);
+		k.dir = fs::absolute(spec.user_dir);
 	} else {
 		std::vector<std::string> argv;
 		if (spec.source == "debian") {
 			argv = {(source_dir / "vm/kernel-debian.sh").string(), spec.abi, cache.string()};
+		} else if (spec.source == "debs") {
+			argv = {(source_dir / "vm/kernel-debian.sh").string(), "--debs", spec.user_dir.string(),
+				cache.string()};
+		} else if (spec.source == "tree") {
+			argv = {(source_dir / "vm/kernel-tree.sh").string(), spec.user_dir.string(), cache.string()};
 		} else {
 			argv = {(source_dir / "vm/kernel-build.sh").string()};
 			if (!spec.series.empty())
@@ -231,10 +278,11 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 	k.image = fs::exists(k.dir / "vmlinux") && !pvh_breaks ? k.dir / "vmlinux" : k.dir / "vmlinuz";
 	// Debian kernels name their extracted headers (kdir) and, when the host
 	// cannot build against them, a root of their own suite (buildroot/)
-	// that holds the same headers at /usr/src/linux-headers-<ABI>.
+	// that holds the same headers at /usr/src/linux-headers-<ABI>; a tree
+	// names itself. .debs without headers have none: kdir stays empty.
 	if (fs::exists(k.dir / "kdir"))
 		k.kdir = trimmed(read_text_file((k.dir / "kdir").string()));
-	else
+	else if (spec.source != "debs")
 		k.kdir = k.dir / "build";
 	if (fs::is_directory(k.dir / "buildroot")) {
 		k.build_root = k.dir / "buildroot";
@@ -248,6 +296,11 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 
 fs::path prepare_modules(const guest_kernel &k, const fs::path &cache)
 {
+	if (k.kdir.empty())
+		throw unmet_need("kernel '" + k.spec.name + "' (" + k.release +
+				 ") boots, but the test modules cannot build: " + k.spec.user_dir.string() +
+				 " has no linux-headers-" + k.release +
+				 " .deb (add it, with its -common and linux-kbuild- packages)");
 	const fs::path makefile = k.build_root.string() + (k.kdir / "Makefile").string();
 	if (!fs::exists(makefile))
 		throw unmet_need("no build tree for " + k.release + " at " + makefile.parent_path().string());

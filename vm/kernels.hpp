@@ -3,7 +3,8 @@
 
 // Guest kernels as a matrix dimension: Debian's stock package (by ABI), a
 // cached build from Debian's linux-source with Kconfig fragments layered in
-// order (and optional patches), or a user-supplied image. Each ends as one directory
+// order (and optional patches), a user-supplied image, the user's own
+// built kernel tree, or a vendor's kernel as .deb files. Each ends as one directory
 // in the cache: vmlinux and/or vmlinuz, release, config, modules/, and a
 // build tree to compile the test modules against.
 
@@ -15,19 +16,20 @@ namespace pinmatrix {
 
 struct kernel_spec {
 	std::string name;		// as the user named it
-	std::string source;		// "debian" | "build" | "image"
+	std::string source;		// "debian" | "build" | "image" | "tree" | "debs"
 	std::string abi;		// debian
 	std::vector<std::filesystem::path> fragments;	// build, in merge order
 	std::vector<std::filesystem::path> patches;	// build
 	std::string series;		// build: linux-source-<series>, "" = 6.1
-	std::filesystem::path image_dir;	// image
+	std::filesystem::path user_dir;	// image, tree, debs: the directory named
 };
 
 // "debian" (the default ABI), "debian:<ABI>" (bookworm, trixie or unstable),
 // "build" (pinmatrix.config on linux-source-6.1), "build@<series>" (another
 // linux-source, e.g. build@6.12:debug),
 // "build:<name>" (a named build: debug), "build:<fragment>[+<fragment>...]",
-// "image:<dir>". Throws usage_error.
+// "image:<dir>", "tree:<dir>" (a kernel build tree, `make bzImage modules`
+// done), "debs:<dir>" (a kernel's image and headers .debs). Throws usage_error.
 kernel_spec parse_kernel_spec(const std::string &text);
 
 // The named builds and their fragments, for --help and error messages.

@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -47,6 +49,11 @@ TEST(Cli, BadUsageExitsTwoWithAMessage)
 		{"kernel build --kernel build@six", "build@SERIES needs a kernel series"},
 		{"kernel build --kernel build@6.12:nosuch", "NAME one of: debug"},
 		{"vm --out /tmp/x --kernel debian:6.12/../..", "not a Debian kernel ABI name"},
+		{"kernel build --kernel tree:", "needs a directory"},
+		{"kernel build --kernel debs:", "needs a directory"},
+		{"kernel build --kernel tree:/nonexistent-pm-tree", "no directory /nonexistent-pm-tree"},
+		{"vm --out /tmp/x --kernel debs:/nonexistent-pm-debs", "no directory /nonexistent-pm-debs"},
+		{"kernel build --kernel fedora:41", "tree:DIR or debs:DIR"},
 	};
 	for (const auto &b : bad) {
 		auto r = run_pinmatrix(b.args);
@@ -60,11 +67,81 @@ TEST(Cli, BadInputWritesNothing)
 	const fs::path out = fs::temp_directory_path() / ("pm-cli-" + std::to_string(getpid()));
 	fs::remove_all(out);
 	for (const std::string args : {"vm --kernel fedora:41", "vm --kernel debian:../../etc",
+				       "vm --kernel tree:/nonexistent-pm", "vm --kernel debs:/nonexistent-pm",
 				       "vm --cases nope", "run --cases nope"}) {
 		auto r = run_pinmatrix(args + " --out " + out.string());
 		EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
 		EXPECT_FALSE(fs::exists(out)) << args;
 	}
+}
+
+// tree:DIR and debs:DIR are checked before anything is written: a file,
+// a dir that is not a built kernel tree, a dir without .debs.
+TEST(Cli, TreeAndDebsNeedTheirKindOfDirectory)
+{
+	const fs::path base = fs::temp_directory_path() / ("pm-cli-dirs-" + std::to_string(getpid()));
+	fs::remove_all(base);
+	const auto touch = [&](const fs::path &f) {
+		fs::create_directories(f.parent_path());
+		std::fclose(std::fopen(f.c_str(), "w"));
+	};
+	touch(base / "a-file");
+	touch(base / "source-only/Makefile");		// no .config
+	touch(base / "configured/Makefile");		// no image
+	touch(base / "configured/.config");
+	touch(base / "no-debs/linux-image.txt");
+	const fs::path out = base / "out", cache = base / "cache";
+	struct {
+		std::string kernel;
+		std::string says;
+	} bad[] = {
+		{"tree:" + (base / "a-file").string(), "a-file is not a directory"},
+		{"debs:" + (base / "a-file").string(), "a-file is not a directory"},
+		{"tree:" + (base / "source-only").string(), "is not a kernel build tree (no .config or Makefile)"},
+		{"tree:" + (base / "no-debs").string(), "is not a kernel build tree (no .config or Makefile)"},
+		{"tree:" + (base / "configured").string(), "is not built (no arch/x86/boot/bzImage or vmlinux"},
+		{"debs:" + (base / "no-debs").string(), "no .deb files in"},
+		{"debs:" + (base / "missing").string(), "no directory"},
+	};
+	for (const auto &b : bad)
+		for (const auto &cmd : {"vm --out " + out.string(), std::string("kernel build")}) {
+			auto r = run_pinmatrix(cmd + " --kernel " + b.kernel + " --cache " + cache.string());
+			EXPECT_EQ(r.exit_code, 2) << cmd << " " << b.kernel << "\n" << r.output;
+			EXPECT_NE(r.output.find(b.says), std::string::npos) << b.kernel << "\n" << r.output;
+			EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+			EXPECT_FALSE(fs::exists(out)) << b.kernel;
+			EXPECT_FALSE(fs::exists(cache)) << b.kernel;
+		}
+	fs::remove_all(base);
+}
+
+// A built tree is laid out (vm/kernel-tree.sh, here on a stub tree whose
+// Makefile answers kernelrelease) and its .config checked for what the
+// guest needs before any boot: each missing option named, exit 2.
+TEST(Cli, TreeLackingWhatTheGuestNeedsIsRefusedNamingTheOptions)
+{
+	const fs::path base = fs::temp_directory_path() / ("pm-cli-tree-" + std::to_string(getpid()));
+	fs::remove_all(base);
+	const auto write = [&](const fs::path &f, const std::string &text) {
+		fs::create_directories(f.parent_path());
+		FILE *out = std::fopen(f.c_str(), "w");
+		std::fputs(text.c_str(), out);
+		std::fclose(out);
+	};
+	const fs::path tree = base / "tree";
+	write(tree / "Makefile", "kernelrelease:\n\t@echo 6.99.0-stub\n");
+	write(tree / "arch/x86/boot/bzImage", "bzImage\n");
+	write(tree / ".config", "# CONFIG_MODULES is not set\nCONFIG_BLK_DEV_INITRD=y\nCONFIG_DEVTMPFS=y\n"
+				"CONFIG_TMPFS=y\nCONFIG_VIRTIO_PCI=y\nCONFIG_NET_9P_VIRTIO=y\n");
+	auto r = run_pinmatrix("kernel build --kernel tree:" + tree.string() + " --cache " + (base / "cache").string());
+	EXPECT_EQ(r.exit_code, 2) << r.output;
+	EXPECT_NE(r.output.find("kernel 'tree:" + tree.string() + "' (6.99.0-stub) lacks what the guest needs"),
+		  std::string::npos) << r.output;
+	for (const char *missing : {"CONFIG_9P_FS", "CONFIG_RDMA_RXE", "CONFIG_INFINIBAND_USER_ACCESS"})
+		EXPECT_NE(r.output.find(missing), std::string::npos) << missing << "\n" << r.output;
+	for (const char *there : {"CONFIG_BLK_DEV_INITRD", "CONFIG_NET_9P_VIRTIO"})
+		EXPECT_EQ(r.output.find(there), std::string::npos) << there << "\n" << r.output;
+	fs::remove_all(base);
 }
 
 TEST(Cli, RunWithoutTheModuleSkipsEveryCaseWithTheReason)

@@ -101,6 +101,17 @@ cases = ["A", "B"]
 	EXPECT_EQ(def.groups[0].cases, (std::vector<std::string>{"A", "B"}));
 }
 
+TEST_F(MatrixFile, TreeAndDebsKernelsTakeADirRelativeToTheFile)
+{
+	for (const std::string source : {"image", "tree", "debs"}) {
+		const auto def = load_matrix(write("m.toml", "[kernels.k]\nsource = \"" + source +
+								"\"\ndir = \"kernels/mine\"\n[[run]]\nkernel = \"k\"\n"
+								"placements = [\"movable\"]\n"));
+		ASSERT_EQ(def.groups.size(), 1u) << source;
+		EXPECT_EQ(def.groups[0].kernel.spec, source + ":" + (dir / "kernels/mine").string());
+	}
+}
+
 TEST_F(MatrixFile, BadFilesNameTheLineAndTheProblem)
 {
 	const std::string head = "[kernels.k]\nsource = \"debian\"\n";
@@ -116,7 +127,7 @@ TEST_F(MatrixFile, BadFilesNameTheLineAndTheProblem)
 		{head + "[[run]]\nkernel = \"k\"\nplacements = []\n", "non-empty list"},
 		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"movable\", \"movable\"]\n", "listed twice"},
 		{head + "[[run]]\nkernel = \"k\"\nplacement = [\"movable\"]\n", "unknown key 'placement'"},
-		{"[kernels.k]\nsource = \"fedora\"\n[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\n", "expected debian, build or image"},
+		{"[kernels.k]\nsource = \"fedora\"\n[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\n", "expected debian, build, image, tree or debs"},
 		{"[kernels.k]\nsource = \"build\"\nfragment = \"missing.config\"\n[[run]]\nkernel = \"k\"\nplacements = [\"cma\"]\n", "not found"},
 	};
 	for (const auto &b : bad) {
