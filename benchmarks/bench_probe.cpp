@@ -3,7 +3,6 @@
 // which memory is faulted in: the two costs of finding a page in a
 // placement and of the runner's placement fill (press_towards()).
 
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -41,10 +40,12 @@ void set_rate(benchmark::State &state, int64_t total_ns, size_t pages)
 	state.counters["pages"] = double(pages);
 }
 
-// probe/unpopulated/<bytes>: one PROBE call over a range with no page in
-// it (the scan a search does past what it has faulted in). The result
-// buffer is allocated and faulted in once, outside the timed region.
-// probe/populated/<bytes>: the same over populated 4 KiB pages.
+// probe/unpopulated/<bytes>: one probe over a range with no page in it (the
+// scan a search does past what it has faulted in): pin_module's, which
+// reads /proc/self/pagemap once and calls PINMATRIX_IOC_PROBE for present
+// runs only. The result buffer is allocated and faulted in once, outside
+// the timed region. probe/populated/<bytes>: the same over populated 4 KiB
+// pages, one PROBE call.
 void bm_probe(benchmark::State &state, bool populated)
 {
 	env &e = env::get();
@@ -74,16 +75,11 @@ void bm_probe(benchmark::State &state, bool populated)
 	std::memset(out.data(), 0xff, n * sizeof(out[0]));
 	int64_t total_ns = 0;
 	for (auto _ : state) {
-		pinmatrix_probe req{};
-		req.size = sizeof(req);
-		req.addr = addr;
-		req.npages = n;
-		req.pages = reinterpret_cast<uintptr_t>(out.data());
 		const int64_t t0 = time_ns();
-		const int rc = ::ioctl(e.module()->fd(), PINMATRIX_IOC_PROBE, &req);
+		const int rc = e.module()->try_probe_into(addr, n, out.data());
 		const int64_t t1 = time_ns();
 		if (rc) {
-			state.SkipWithError(("PINMATRIX_IOC_PROBE: " + std::string(std::strerror(errno))).c_str());
+			state.SkipWithError(("PINMATRIX_IOC_PROBE: " + std::string(std::strerror(-rc))).c_str());
 			break;
 		}
 		state.SetIterationTime(double(t1 - t0) * 1e-9);

@@ -142,7 +142,7 @@ std::optional<path_page> first_page(const case_telemetry::snapshot &s)
 {
 	for (const auto &pg : s.pages)
 		if (pg.present && pg.pfn)
-			return path_page{pg.pfn, pg.zone, pg.migratetype, pg.longterm_pinnable.value_or(true)};
+			return path_page{pg.pfn, pg.zone, pg.migratetype, pg.longterm_pinnable};
 	return std::nullopt;
 }
 
@@ -234,10 +234,8 @@ case_telemetry::snapshot case_telemetry::take_snapshot(uintptr_t addr, size_t le
 			p.pfn = pg.pfn;
 			p.zone = zone_name(pg.zone);
 			p.migratetype = migratetype_name(pg.migratetype);
-			auto pl = classify(pg);
-			p.placement = pl ? std::string(name(*pl)) : "absent";
-			if (p.present)
-				p.longterm_pinnable = bool(pg.flags & PINMATRIX_PAGE_LONGTERM_PINNABLE);
+			p.placement = placement_of(pg);
+			p.longterm_pinnable = longterm_pinnable(pg);
 			p.maybe_dma_pinned = pg.flags & PINMATRIX_PAGE_MAYBE_DMA_PINNED;
 			p.refcount = pg.refcount;
 			p.cma_area = cma_area_of(areas, pg.pfn);
@@ -376,6 +374,8 @@ json case_telemetry::finish()
 				   {"module_pins", b.module_pins}};
 			if (b.longterm_pinnable)
 				pg["longterm_pinnable"] = *b.longterm_pinnable;
+			else if (b.present)
+				pg["longterm_pinnable"] = nullptr;	// unknown
 			if (b.refcount)
 				pg["refcount"] = *b.refcount;
 			if (!b.cma_area.empty())

@@ -581,7 +581,7 @@ int explain_command(const explain_options &opt, std::ostream &out)
 		in.missing_roles = trace->missing_roles();
 		for (const auto &p : d.pages)
 			if (p.pfn) {
-				in.before = path_page{*p.pfn, p.zone, p.cma_area.empty() ? "" : "CMA", p.longterm_pinnable.value_or(true)};
+				in.before = path_page{*p.pfn, p.zone, p.cma_area.empty() ? "" : "CMA", p.longterm_pinnable};
 				break;
 			}
 		d.trace = reconstruct_path(r.events, in);

@@ -16,11 +16,10 @@ page_state describe(const pinmatrix_page &page, const std::vector<cma_area> &are
 	page_state s;
 	s.cma_area = cma_area_of(areas, page.pfn);
 	s.pfn = page.pfn;
-	auto p = classify(page);
-	s.placement = p ? std::string(name(*p)) : "absent";
+	s.placement = placement_of(page);
 	s.zone = zone_name(page.zone);
 	s.migratetype = migratetype_name(page.migratetype);
-	s.longterm_pinnable = page.flags & PINMATRIX_PAGE_LONGTERM_PINNABLE;
+	s.longterm_pinnable = longterm_pinnable(page);
 	s.maybe_dma_pinned = page.flags & PINMATRIX_PAGE_MAYBE_DMA_PINNED;
 	s.refcount = page.refcount;
 	return s;

@@ -161,6 +161,10 @@ int main(int argc, char **argv)
 	report_cmd->add_option("--bench-threshold", report_bench_threshold,
 			       "With --compare: exit 1 when a benchmark's median is slower by more than PCT percent "
 			       "(without it, benchmarks are informational)");
+	std::string report_format;
+	report_cmd->add_option("--format", report_format,
+			       "With --compare: text (the default), md (a Markdown table for a ticket) or json "
+			       "(every row, for machines)");
 	std::vector<std::filesystem::path> report_fleet;
 	std::filesystem::path report_out;
 	report_cmd->add_option("--fleet", report_fleet,
@@ -225,12 +229,12 @@ int main(int argc, char **argv)
 		if (*kernel_build)
 			return build_kernel(kernel_spec, kernel_patches, kernel_cache);
 		if (*report_cmd && !report_fleet.empty()) {
-			if (!report_dir.empty() || !report_compare.empty())
-				throw usage_error("report --fleet excludes a run directory and --compare");
+			if (!report_dir.empty() || !report_compare.empty() || !report_format.empty())
+				throw usage_error("report --fleet excludes a run directory, --compare and --format");
 			return fleet_report_command(report_fleet, report_out);
 		}
 		if (*report_cmd)
-			return report_command(report_dir, report_compare, report_bench_threshold);
+			return report_command(report_dir, report_compare, report_bench_threshold, report_format);
 		if (*explain_cmd) {
 			if (explain_cmd->count("pid"))
 				explain_opt.pid = explain_pid;

@@ -3,10 +3,13 @@
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <utility>
 
+#include "mapping.hpp"
+#include "proc_pages.hpp"
 #include "sys_error.hpp"
 
 namespace pinmatrix {
@@ -24,6 +27,57 @@ int unpin_errno(int fd, uint32_t id)
 	req.size = sizeof(req);
 	req.id = id;
 	return ioctl_errno(fd, PINMATRIX_IOC_UNPIN, &req);
+}
+
+int probe_ioctl(int fd, uintptr_t addr, size_t npages, pinmatrix_page *out, uint32_t flags)
+{
+	pinmatrix_probe req{};
+	req.size = sizeof(req);
+	req.flags = flags;
+	req.addr = addr;
+	req.npages = npages;
+	req.pages = reinterpret_cast<uintptr_t>(out);
+	return ioctl_errno(fd, PINMATRIX_IOC_PROBE, &req);
+}
+
+// What the module reports for a page it cannot get (its pm_absent()).
+pinmatrix_page absent_page()
+{
+	pinmatrix_page p{};
+	p.zone = PINMATRIX_ZONE_UNKNOWN;
+	p.migratetype = PINMATRIX_MT_UNKNOWN;
+	return p;
+}
+
+// A probe that faults nothing in. The module asks GUP page by page, and an
+// absent page costs it a failed GUP call; most absent pages come in long
+// runs (mapped, never touched), so /proc/self/pagemap, read once, finds
+// them here and only the runs of present pages go to the module. Without
+// pagemap, or for a range the module must refuse, the module gets it whole.
+int probe_present(int fd, uintptr_t addr, size_t npages, pinmatrix_page *out)
+{
+	const size_t ps = page_size();
+	if (!npages || npages > PINMATRIX_PROBE_MAX_PAGES || addr % ps)
+		return probe_ioctl(fd, addr, npages, out, 0);
+	std::vector<uint64_t> map;
+	try {
+		map = read_pagemap(::getpid(), addr, npages);
+	} catch (const std::system_error &) {
+		return probe_ioctl(fd, addr, npages, out, 0);
+	}
+	for (size_t i = 0; i < npages;) {
+		if (!pagemap_present(map[i])) {
+			out[i++] = absent_page();
+			continue;
+		}
+		size_t end = i + 1;
+		while (end < npages && pagemap_present(map[end]))
+			end++;
+		if (int ret = probe_ioctl(fd, addr + i * ps, end - i, out + i, 0))
+			return ret;
+		i = end;
+	}
+	return 0;
 }
 
 } // namespace
@@ -88,17 +142,21 @@ pinmatrix_info pin_module::info() const
 	return info;
 }
 
+int pin_module::try_probe_into(uintptr_t addr, size_t npages, pinmatrix_page *out,
+			       uint32_t flags) const
+{
+	// PINMATRIX_PROBE_FAULT faults absent pages in: the module gets the
+	// whole range. So do flags it does not know, for it to refuse them.
+	if (flags)
+		return probe_ioctl(fd(), addr, npages, out, flags);
+	return probe_present(fd(), addr, npages, out);
+}
+
 int pin_module::try_probe(uintptr_t addr, size_t npages, std::vector<pinmatrix_page> &out,
 			  uint32_t flags) const
 {
 	std::vector<pinmatrix_page> pages(npages);
-	pinmatrix_probe req{};
-	req.size = sizeof(req);
-	req.flags = flags;
-	req.addr = addr;
-	req.npages = npages;
-	req.pages = reinterpret_cast<uintptr_t>(pages.data());
-	int ret = ioctl_errno(fd(), PINMATRIX_IOC_PROBE, &req);
+	int ret = try_probe_into(addr, npages, pages.data(), flags);
 	if (!ret)
 		out = std::move(pages);
 	return ret;

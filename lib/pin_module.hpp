@@ -50,8 +50,14 @@ public:
 	int try_info(pinmatrix_info &info) const;
 	pinmatrix_info info() const;
 
+	// PINMATRIX_IOC_PROBE. Without PINMATRIX_PROBE_FAULT the absent pages
+	// come from /proc/self/pagemap, as the module would report them, and
+	// only runs of present pages reach the module.
 	int try_probe(uintptr_t addr, size_t npages, std::vector<pinmatrix_page> &out,
 		      uint32_t flags = 0) const;
+	// The same into out[npages], which is left undefined on failure.
+	int try_probe_into(uintptr_t addr, size_t npages, pinmatrix_page *out,
+			   uint32_t flags = 0) const;
 	std::vector<pinmatrix_page> probe(uintptr_t addr, size_t npages,
 					  uint32_t flags = 0) const;
 	pinmatrix_page probe_one(uintptr_t addr) const { return probe(addr, 1).at(0); }

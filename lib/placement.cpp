@@ -51,7 +51,25 @@ std::optional<placement> classify(const pinmatrix_page &page)
 		return placement::cma;
 	if (page.zone == PINMATRIX_ZONE_MOVABLE)
 		return placement::movable;
+	// CONFIG_CMA and an unreadable pageblock: it may be CMA.
+	if (!(page.flags & PINMATRIX_PAGE_PINNABLE_KNOWN))
+		return std::nullopt;
 	return placement::ordinary;
+}
+
+std::string placement_of(const pinmatrix_page &page)
+{
+	if (!(page.flags & PINMATRIX_PAGE_PRESENT) || (page.flags & PINMATRIX_PAGE_ZERO))
+		return "absent";
+	const auto p = classify(page);
+	return p ? std::string(name(*p)) : "unknown";
+}
+
+std::optional<bool> longterm_pinnable(const pinmatrix_page &page)
+{
+	if (!(page.flags & PINMATRIX_PAGE_PRESENT) || !(page.flags & PINMATRIX_PAGE_PINNABLE_KNOWN))
+		return std::nullopt;
+	return bool(page.flags & PINMATRIX_PAGE_LONGTERM_PINNABLE);
 }
 
 namespace {

@@ -49,8 +49,15 @@ std::vector<cma_area> read_cma_areas();
 // The area holding pfn, or empty.
 std::string cma_area_of(const std::vector<cma_area> &areas, uint64_t pfn);
 
-// The placement of a probed page; nullopt when it is absent or the zero page.
+// The placement of a probed page; nullopt when it is absent, the zero page,
+// or not known to be outside CMA (PINMATRIX_PAGE_PINNABLE_KNOWN unset).
 std::optional<placement> classify(const pinmatrix_page &page);
+// classify() by name: "absent" for no page or the zero page, "unknown" for
+// a page it cannot place.
+std::string placement_of(const pinmatrix_page &page);
+// The module's folio_is_longterm_pinnable(); nullopt when it does not know
+// or there is no page.
+std::optional<bool> longterm_pinnable(const pinmatrix_page &page);
 
 struct found_page {
 	mapping map;		// exactly one page

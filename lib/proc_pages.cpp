@@ -132,12 +132,29 @@ std::string zone_of_pfn(const std::vector<zone_range> &zones, uint64_t pfn)
 	return "";
 }
 
-std::vector<proc_page> read_proc_pages(pid_t pid, uint64_t addr, size_t npages)
+std::vector<uint64_t> read_pagemap(pid_t pid, uint64_t addr, size_t npages)
 {
 	const uint64_t ps = page_size();
 	unique_fd pagemap(::open(proc(pid, "pagemap").c_str(), O_RDONLY | O_CLOEXEC));
 	if (!pagemap)
 		throw last_sys_error("open " + proc(pid, "pagemap"));
+	std::vector<uint64_t> entries(npages);
+	const size_t want = npages * sizeof(uint64_t);
+	const ssize_t got = ::pread(pagemap.get(), entries.data(), want, off_t(addr / ps * sizeof(uint64_t)));
+	if (got == ssize_t(want))
+		return entries;
+	// A process that exited reads as an empty pagemap.
+	if (got >= 0 && (::access(proc(pid, "status").c_str(), F_OK) || read_text_file(proc(pid, "maps")).empty()))
+		throw sys_error(ESRCH, "pid " + std::to_string(pid) + " exited before its pages could be read");
+	// Short: the range runs past the end of user space.
+	throw got < 0 ? last_sys_error("read " + proc(pid, "pagemap"))
+		      : sys_error(EFAULT, "read " + proc(pid, "pagemap") + ": range past user space");
+}
+
+std::vector<proc_page> read_proc_pages(pid_t pid, uint64_t addr, size_t npages)
+{
+	const uint64_t ps = page_size();
+	const auto entries = read_pagemap(pid, addr, npages);
 	unique_fd flags(::open("/proc/kpageflags", O_RDONLY | O_CLOEXEC));
 	unique_fd count(::open("/proc/kpagecount", O_RDONLY | O_CLOEXEC));
 	const auto zones = read_zone_ranges();
@@ -147,16 +164,10 @@ std::vector<proc_page> read_proc_pages(pid_t pid, uint64_t addr, size_t npages)
 	for (size_t i = 0; i < npages; i++) {
 		proc_page p;
 		p.address = addr / ps * ps + i * ps;
-		uint64_t entry = 0;
-		if (!pread_u64(pagemap.get(), p.address / ps, entry)) {
-			// A process that exited reads as an empty pagemap.
-			if (::access(proc(pid, "status").c_str(), F_OK) || !read_text_file(proc(pid, "maps")).size())
-				throw sys_error(ESRCH, "pid " + std::to_string(pid) + " exited before its pages could be read");
-			throw last_sys_error("read " + proc(pid, "pagemap"));
-		}
-		p.present = entry >> 63 & 1;
-		p.swapped = entry >> 62 & 1;
-		const uint64_t pfn = entry & ((uint64_t(1) << 55) - 1);
+		const uint64_t entry = entries[i];
+		p.present = pagemap_present(entry);
+		p.swapped = pagemap_swapped(entry);
+		const uint64_t pfn = pagemap_pfn(entry);
 		if (p.present && pfn) {
 			p.pfn = pfn;
 			p.zone = zone_of_pfn(zones, pfn);

@@ -44,6 +44,15 @@ std::vector<zone_range> read_zone_ranges();
 // The zone spanning pfn ("" when none does; the first when spans overlap).
 std::string zone_of_pfn(const std::vector<zone_range> &zones, uint64_t pfn);
 
+// Raw /proc/PID/pagemap entries of [addr, addr + npages pages), read with one
+// pread (Documentation/admin-guide/mm/pagemap.rst). Throws sys_error when
+// pagemap cannot be opened or read, ESRCH when the process is gone.
+std::vector<uint64_t> read_pagemap(pid_t pid, uint64_t addr, size_t npages);
+inline bool pagemap_present(uint64_t entry) { return entry >> 63 & 1; }
+inline bool pagemap_swapped(uint64_t entry) { return entry >> 62 & 1; }
+// 0 unless the reader has CAP_SYS_ADMIN, or when not present.
+inline uint64_t pagemap_pfn(uint64_t entry) { return entry & ((uint64_t(1) << 55) - 1); }
+
 struct proc_page {
 	uint64_t address = 0;
 	bool present = false, swapped = false;

@@ -393,6 +393,14 @@ std::string mt_kernel_name(const std::string &mt)
 }
 
 // "pageblock = MIGRATE_CMA, zone Normal", "zone = ZONE_MOVABLE, pageblock MIGRATE_MOVABLE".
+// ": long-term pinnable", ": not long-term pinnable", ": long-term pinnable unknown"
+std::string pinnable_text(const path_page &p)
+{
+	if (!p.longterm_pinnable)
+		return ": long-term pinnable unknown";
+	return *p.longterm_pinnable ? ": long-term pinnable" : ": not long-term pinnable";
+}
+
 std::string placement_text(const path_page &p, bool after)
 {
 	const std::string pb = after ? "pageblock(Q)" : "pageblock";
@@ -447,14 +455,13 @@ trace_path reconstruct_path(const std::vector<trace_event> &ev, const path_input
 		add(0, "long-term pin requested: " + in.api + " -> ib_umem_get -> pin_user_pages_fast(FOLL_LONGTERM) "
 		       "(what the API does; not traced)", "telemetry");
 		if (in.before)
-			add(1, placement_text(*in.before, false) + (in.before->longterm_pinnable
-									? ": long-term pinnable, no migration needed"
-									: ": not long-term pinnable"),
+			add(1, placement_text(*in.before, false) + pinnable_text(*in.before) +
+				       (in.before->longterm_pinnable == true ? ", no migration needed" : ""),
 			    "module probe");
 		if (in.before && in.after && in.before->pfn != in.after->pfn) {
 			add(1, "migrate " + hex(in.before->pfn) + " -> " + hex(in.after->pfn), "module probe");
 			add(1, placement_text(*in.after, true), "module probe");
-		} else if (in.err && in.before && !in.before->longterm_pinnable) {
+		} else if (in.err && in.before && in.before->longterm_pinnable == false) {
 			if (!in.existing_pins.empty()) {
 				std::string pins;
 				for (const auto &s : in.existing_pins)
@@ -540,11 +547,11 @@ trace_path reconstruct_path(const std::vector<trace_event> &ev, const path_input
 
 	// 2. Where the page was, and whether the fast path refused it.
 	if (p.gup_reached == true && in.before) {
-		std::string detail = in.before->longterm_pinnable ? "long-term pinnable" : "not long-term pinnable";
+		std::string detail = pinnable_text(*in.before).substr(2);
 		if (gup_entries)
 			detail += "; the GUP fast path refused it (" + callee_or(first(ev, "gup_longterm"), "__gup_longterm_locked") +
 				  " entered)";
-		else if (in.before->longterm_pinnable)
+		else if (in.before->longterm_pinnable == true)
 			detail += ": pinned on the fast path, no migration";
 		add(1, placement_text(*in.before, false) + ": " + detail, "module probe");
 	}
@@ -612,8 +619,9 @@ trace_path reconstruct_path(const std::vector<trace_event> &ev, const path_input
 					       plural(gl_ret->number("ret").value_or(0), "page", "pages"),
 				    "trace");
 			if (in.after)
-				add(1, placement_text(*in.after, true) + (in.after->longterm_pinnable ? ": long-term pinnable"
-												       : ": STILL not long-term pinnable"),
+				add(1, placement_text(*in.after, true) +
+					       (in.after->longterm_pinnable == false ? ": STILL not long-term pinnable"
+										     : pinnable_text(*in.after)),
 				    "module probe");
 		}
 	}

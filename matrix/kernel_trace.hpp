@@ -102,7 +102,7 @@ struct path_page {
 	uint64_t pfn = 0;
 	std::string zone;		// "Movable", "Normal"
 	std::string migratetype;	// "CMA", "Movable"
-	bool longterm_pinnable = true;
+	std::optional<bool> longterm_pinnable;	// nullopt: unknown
 };
 
 struct path_inputs {

@@ -19,7 +19,7 @@ json to_json(const page_state &p)
 		{"placement", p.placement},
 		{"zone", p.zone},
 		{"migratetype", p.migratetype},
-		{"longterm_pinnable", p.longterm_pinnable},
+		{"longterm_pinnable", p.longterm_pinnable ? json(*p.longterm_pinnable) : json(nullptr)},
 		{"maybe_dma_pinned", p.maybe_dma_pinned},
 		{"refcount", p.refcount},
 		{"cma_area", p.cma_area.empty() ? json(nullptr) : json(p.cma_area)}};
@@ -32,7 +32,8 @@ page_state page_state_from_json(const json &j)
 	p.placement = j.at("placement");
 	p.zone = j.at("zone");
 	p.migratetype = j.at("migratetype");
-	p.longterm_pinnable = j.at("longterm_pinnable");
+	if (const auto &lp = j.at("longterm_pinnable"); !lp.is_null())
+		p.longterm_pinnable = lp.get<bool>();
 	p.maybe_dma_pinned = j.at("maybe_dma_pinned");
 	p.refcount = j.at("refcount");
 	if (j.contains("cma_area") && j["cma_area"].is_string())

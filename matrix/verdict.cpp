@@ -106,14 +106,18 @@ case_result judge(const case_def &def, const observation &obs)
 	std::optional<bool> observed_longterm;
 	bool undetermined = false;
 	if (pin.contract_observed && !obs.first_pin_errno) {
-		undetermined = obs.before.longterm_pinnable;
+		// Unknown either way decides nothing.
+		undetermined = obs.before.longterm_pinnable != false;
 		observed_longterm = !undetermined && obs.migrated_by_first_pin() && obs.after_first_pin &&
-				    obs.after_first_pin->longterm_pinnable;
+				    obs.after_first_pin->longterm_pinnable == true;
 	}
 	r.expected = expect(where, def.first, observed_longterm);
 	if (undetermined)
-		r.expected.contract = "observed: undetermined (the page was already long-term pinnable; "
-				      "both contracts expect the same)";
+		r.expected.contract = obs.before.longterm_pinnable
+					      ? "observed: undetermined (the page was already long-term pinnable; "
+						"both contracts expect the same)"
+					      : "observed: undetermined (whether the page was long-term pinnable is "
+						"unknown)";
 	const auto &e = r.expected;
 	if (observed_longterm && !undetermined && obs.longterm_by_version &&
 	    *obs.longterm_by_version != *observed_longterm)
@@ -141,9 +145,13 @@ case_result judge(const case_def &def, const observation &obs)
 		why.push_back("pageblock says MIGRATE_CMA but no debugfs CMA area holds PFN " +
 			      hex(obs.before.pfn));
 	if (!obs.registration_errno) {
-		if (obs.after_registration && !obs.after_registration->longterm_pinnable)
+		// Unknown is no evidence that the page left: not a pass.
+		if (obs.after_registration && obs.after_registration->longterm_pinnable == false)
 			why.push_back("registered page left in " + obs.after_registration->placement +
 				      " memory");
+		else if (obs.after_registration && !obs.after_registration->longterm_pinnable)
+			why.push_back("registered page: long-term pinnable unknown (its pageblock's migratetype "
+				      "cannot be read on this kernel)");
 		if (obs.rdma_write_readback != true)
 			why.push_back((obs.readback_method == "io_uring-read-fixed" ? "READ_FIXED readback: "
 										    : "RDMA WRITE readback: ") +

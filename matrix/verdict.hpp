@@ -24,7 +24,9 @@ struct page_state {
 	std::string placement;		// "ordinary" | "movable" | "cma" | "absent"
 	std::string zone;
 	std::string migratetype;
-	bool longterm_pinnable = false;
+	// folio_is_longterm_pinnable(); nullopt: unknown (CONFIG_CMA and the
+	// pageblock's migratetype unreadable on this kernel).
+	std::optional<bool> longterm_pinnable;
 	bool maybe_dma_pinned = false;
 	uint32_t refcount = 0;
 	std::string cma_area;		// debugfs CMA area holding the PFN, if any

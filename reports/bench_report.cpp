@@ -258,7 +258,7 @@ std::string bench_html_section(const json &bench)
 		{"reg_mr", "ibv_reg_mr + ibv_dereg_mr by placement"},
 		{"pin", "The module's pin + unpin, FOLL_PIN with and without FOLL_LONGTERM"},
 		{"ualink", "UALink export and import (first, of a new BO)"},
-		{"probe", "PINMATRIX_IOC_PROBE, one call"},
+		{"probe", "The placement probe: /proc/self/pagemap, then PINMATRIX_IOC_PROBE on present runs"},
 		{"populate", "MADV_POPULATE_WRITE of a new mapping"}};
 	for (const auto &g : groups) {
 		std::vector<xy_series> lat, per_page;
@@ -406,12 +406,7 @@ std::string format_bench_comparison(const bench_comparison &c)
 	for (const auto &r : c.rows)
 		w = std::max(w, r.name.size());
 	w += 2;
-	auto pad = [](std::string s, size_t n) {
-		size_t shown = 0;
-		for (unsigned char ch : s)
-			shown += (ch & 0xC0) != 0x80;
-		return s + std::string(shown < n ? n - shown : 0, ' ');
-	};
+	const auto pad = pad_to_width;
 	out << "  " << pad("benchmark", w) << pad("old", 12) << pad("new", 12) << "ratio\n";
 	std::vector<std::string> slower;
 	for (const auto &r : c.rows) {
@@ -440,32 +435,56 @@ std::string format_bench_comparison(const bench_comparison &c)
 	return out.str();
 }
 
-int compare_bench_runs(const fs::path &before, const fs::path &after, std::optional<double> threshold_pct,
-		       std::ostream &out)
+int bench_runs_comparison::exit_code() const
 {
-	const auto old_file = load_results(before);
-	const auto new_file = load_results(after);
+	return comparison && comparison->regressions() ? 1 : 0;
+}
+
+bench_runs_comparison compare_bench_runs(const results_file &before, const results_file &after,
+					 std::optional<double> threshold_pct)
+{
 	auto dir = [](const results_file &f) {
 		return f.path.parent_path().empty() ? fs::path(".") : f.path.parent_path();
 	};
+	bench_runs_comparison out;
 	std::string old_problem, new_problem;
-	const auto old_bench = load_bench(dir(old_file), old_file.doc, &old_problem);
-	const auto new_bench = load_bench(dir(new_file), new_file.doc, &new_problem);
+	const auto old_bench = load_bench(dir(before), before.doc, &old_problem);
+	const auto new_bench = load_bench(dir(after), after.doc, &new_problem);
 	for (const auto *p : {&old_problem, &new_problem})
 		if (!p->empty())
-			out << "\nbenchmarks: " << *p << "\n";
-	if (!old_bench && !new_bench) {
-		if (threshold_pct)
-			out << "\nbenchmarks: neither run has any (--bench-threshold has nothing to compare)\n";
-		return 0;
-	}
-	if (!old_bench || !new_bench) {
-		out << "\nbenchmarks: only the " << (old_bench ? "old" : "new") << " run has bench.json: nothing to compare\n";
-		return 0;
-	}
-	const auto c = compare_bench(*old_bench, *new_bench, threshold_pct);
-	out << format_bench_comparison(c);
-	return c.regressions() ? 1 : 0;
+			out.notes.push_back("benchmarks: " + *p);
+	if (old_bench && new_bench)
+		out.comparison = compare_bench(*old_bench, *new_bench, threshold_pct);
+	else if (old_bench || new_bench)
+		out.notes.push_back(std::string("benchmarks: only the ") + (old_bench ? "old" : "new") +
+				    " run has bench.json: nothing to compare");
+	else if (threshold_pct)
+		out.notes.push_back("benchmarks: neither run has any (--bench-threshold has nothing to compare)");
+	return out;
+}
+
+std::string format_bench_runs(const bench_runs_comparison &c)
+{
+	std::string out;
+	for (const auto &note : c.notes)
+		out += "\n" + note + "\n";
+	return c.comparison ? out + format_bench_comparison(*c.comparison) : out;
+}
+
+json bench_runs_json(const bench_runs_comparison &c)
+{
+	json out = {{"notes", c.notes}, {"rows", json::array()}, {"threshold_pct", nullptr}, {"regressions", 0}};
+	if (!c.comparison)
+		return out;
+	if (c.comparison->threshold_pct)
+		out["threshold_pct"] = *c.comparison->threshold_pct;
+	out["regressions"] = c.comparison->regressions();
+	auto ns = [](const std::optional<double> &v) { return v ? json(*v) : json(nullptr); };
+	for (const auto &r : c.comparison->rows)
+		out["rows"].push_back({{"name", r.name}, {"before_ns", ns(r.before_ns)}, {"after_ns", ns(r.after_ns)},
+				       {"ratio", r.before_ns && r.after_ns ? json(r.ratio) : json(nullptr)},
+				       {"slower", r.slower}, {"note", r.note}});
+	return out;
 }
 
 } // namespace pinmatrix::report

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report_input.hpp"
+
 namespace pinmatrix::report {
 
 // The bench JSON that results.json `doc` in run_dir names; nullopt when it
@@ -60,10 +62,19 @@ bench_comparison compare_bench(const nlohmann::json &before, const nlohmann::jso
 			       std::optional<double> threshold_pct);
 std::string format_bench_comparison(const bench_comparison &c);
 
-// `report --compare OLD NEW`: the benchmarks of both runs, when either has
-// any (nothing printed otherwise). Returns 1 when a threshold was given and
-// a benchmark got slower beyond it, else 0.
-int compare_bench_runs(const std::filesystem::path &before, const std::filesystem::path &after,
-		       std::optional<double> threshold_pct, std::ostream &out);
+// `report --compare OLD NEW`: the benchmarks of both runs (the bench.json
+// each results.json names), when either has any.
+struct bench_runs_comparison {
+	std::optional<bench_comparison> comparison;	// when both runs have benchmarks
+	std::vector<std::string> notes;			// a file that could not be read, or why
+							// there is nothing to compare
+	int exit_code() const;	// 1 when a threshold was given and a benchmark got slower beyond it
+};
+bench_runs_comparison compare_bench_runs(const results_file &before, const results_file &after,
+					 std::optional<double> threshold_pct);
+// As `report --compare` prints them; empty when neither run has benchmarks.
+std::string format_bench_runs(const bench_runs_comparison &c);
+// {"notes", "rows": [{name, before_ns, after_ns, ratio, slower, note}], "threshold_pct", "regressions"}
+nlohmann::json bench_runs_json(const bench_runs_comparison &c);
 
 } // namespace pinmatrix::report

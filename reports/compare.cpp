@@ -2,32 +2,74 @@
 #include "compare.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
-#include <map>
 #include <sstream>
+#include <tuple>
+
+#include "bench_report.hpp"
+#include "sys_error.hpp"
 
 namespace pinmatrix {
 
 using namespace report;
 
+namespace {
+
+struct change_names {
+	verdict_change change;
+	const char *id, *name;
+};
+constexpr change_names change_table[] = {
+	{verdict_change::unchanged, "unchanged", "unchanged"},
+	{verdict_change::regression, "regression", "REGRESSION"},
+	{verdict_change::skipped, "skipped", "REGRESSION (now skipped)"},
+	{verdict_change::disappeared, "disappeared", "REGRESSION (case missing)"},
+	{verdict_change::improvement, "improvement", "improvement"},
+	{verdict_change::changed, "changed", "changed"},
+	{verdict_change::appeared, "appeared", "new case"},
+};
+
+const change_names &names_of(verdict_change c)
+{
+	return *std::find_if(std::begin(change_table), std::end(change_table),
+			     [&](const change_names &n) { return n.change == c; });
+}
+
+} // namespace
+
 const char *name(verdict_change c)
 {
-	switch (c) {
-	case verdict_change::unchanged: return "unchanged";
-	case verdict_change::regression: return "REGRESSION";
-	case verdict_change::skipped: return "REGRESSION (now skipped)";
-	case verdict_change::disappeared: return "REGRESSION (case missing)";
-	case verdict_change::improvement: return "improvement";
-	case verdict_change::changed: return "changed";
-	case verdict_change::appeared: return "new case";
-	}
-	return "?";
+	return names_of(c).name;
+}
+
+const char *id(verdict_change c)
+{
+	return names_of(c).id;
 }
 
 bool is_regression(verdict_change c)
 {
 	return c == verdict_change::regression || c == verdict_change::skipped ||
 	       c == verdict_change::disappeared;
+}
+
+compare_format compare_format_of(std::string_view name)
+{
+	if (name == "text")
+		return compare_format::text;
+	if (name == "md")
+		return compare_format::md;
+	if (name == "json")
+		return compare_format::json;
+	throw usage_error("report --format: '" + std::string(name) + "' is not one of text, md, json");
+}
+
+std::optional<double> case_comparison::median_change_pct() const
+{
+	if (!latency_before || !latency_after || !(latency_before->median > 0))
+		return std::nullopt;
+	return (latency_after->median / latency_before->median - 1) * 100;
 }
 
 int comparison::regressions() const
@@ -38,31 +80,114 @@ int comparison::regressions() const
 
 namespace {
 
-struct keyed_case {
+// One side's record of a key on one kernel (and boot). The same key on the
+// same kernel twice (a rerun): the worse verdict stands, the samples add up.
+struct kernel_record {
+	kernel_config kernel;
 	outcome result = outcome::error;
 	std::string reason, expected, observed;
 	std::vector<double> latency_ns;
 };
 
-// Cases by key, in document order. Two runs of one kernel each compare by
-// case id (the kernels differ on purpose); merged runs by kernel and id.
-std::vector<std::pair<std::string, keyed_case>> keyed(const run_view &run, bool by_kernel)
+struct keyed_records {
+	case_key key;
+	std::vector<kernel_record> records;	// one per kernel
+};
+
+// The run's records by key, in document order.
+std::vector<keyed_records> keyed(const run_view &run)
 {
-	std::vector<std::pair<std::string, keyed_case>> out;
+	std::vector<keyed_records> out;
 	for (const auto &c : run.cases) {
-		const std::string key = by_kernel ? c.kernel.label() + " / " + c.id : c.id;
-		auto it = std::find_if(out.begin(), out.end(), [&](auto &e) { return e.first == key; });
-		if (it == out.end()) {
-			out.push_back({key, {c.result, c.reason, c.expected, c.observed, {}}});
-			it = out.end() - 1;
-		} else if (c.result < it->second.result) {
-			// The same key twice (a rerun): the worse verdict stands.
-			it->second.result = c.result;
-			it->second.reason = c.reason;
-		}
-		auto &samples = it->second.latency_ns;
-		samples.insert(samples.end(), c.latency_ns.begin(), c.latency_ns.end());
+		const case_key key{c.suite, c.placement, c.id};
+		auto k = std::find_if(out.begin(), out.end(), [&](const keyed_records &e) { return e.key == key; });
+		if (k == out.end())
+			k = out.insert(out.end(), keyed_records{key, {}});
+		auto &records = k->records;
+		auto r = std::find_if(records.begin(), records.end(),
+				      [&](const kernel_record &e) { return e.kernel == c.kernel; });
+		if (r == records.end())
+			r = records.insert(records.end(),
+					   kernel_record{c.kernel, c.result, c.reason, c.expected, c.observed, {}});
+		else if (c.result < r->result)
+			*r = {c.kernel, c.result, c.reason, c.expected, c.observed, std::move(r->latency_ns)};
+		r->latency_ns.insert(r->latency_ns.end(), c.latency_ns.begin(), c.latency_ns.end());
 	}
+	return out;
+}
+
+// <0, 0, >0 in kernel-series order: numbers compare as numbers, so
+// "6.1.0-57-amd64" < "6.12.9-pinmatrix" < "7.2.0".
+int compare_releases(std::string_view a, std::string_view b)
+{
+	auto number_at = [](std::string_view s, size_t i) {
+		size_t end = i;
+		while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end])))
+			end++;
+		std::string_view n = s.substr(i, end - i);
+		while (n.size() > 1 && n[0] == '0')
+			n.remove_prefix(1);
+		return std::pair{n, end};
+	};
+	size_t i = 0, j = 0;
+	while (i < a.size() && j < b.size()) {
+		const auto [x, x_end] = number_at(a, i);
+		const auto [y, y_end] = number_at(b, j);
+		if (x_end > i && y_end > j) {
+			if (x.size() != y.size() || x != y)
+				return x.size() != y.size() ? (x.size() < y.size() ? -1 : 1) : (x < y ? -1 : 1);
+			i = x_end, j = y_end;
+		} else if (a[i] != b[j]) {
+			return a[i] < b[j] ? -1 : 1;
+		} else {
+			i++, j++;
+		}
+	}
+	return int(i < a.size()) - int(j < b.size());
+}
+
+bool series_less(const kernel_record *a, const kernel_record *b)
+{
+	if (const int order = compare_releases(a->kernel.release, b->kernel.release))
+		return order < 0;
+	return std::tie(a->kernel.name, a->kernel.boot, a->kernel.append) <
+	       std::tie(b->kernel.name, b->kernel.boot, b->kernel.append);
+}
+
+using record_pair = std::pair<const kernel_record *, const kernel_record *>;
+
+// The kernel-pairing rule (compare.hpp, reports/README.md): OLD's records of
+// one key against NEW's, both in kernel-series order; each of OLD's takes
+// NEW's first free one of the same matrix kernel name and boot placement,
+// then the rest pair in that order. Left over: {old, null} or {null, new}.
+std::vector<record_pair> pair_by_kernel(const std::vector<kernel_record> &old_records,
+					const std::vector<kernel_record> &new_records)
+{
+	auto in_series = [](const std::vector<kernel_record> &records) {
+		std::vector<const kernel_record *> out;
+		for (const auto &r : records)
+			out.push_back(&r);
+		std::stable_sort(out.begin(), out.end(), series_less);
+		return out;
+	};
+	const auto olds = in_series(old_records), news = in_series(new_records);
+	std::vector<const kernel_record *> partner(olds.size());
+	std::vector<bool> taken(news.size());
+	auto pair_where = [&](auto fits) {
+		for (size_t i = 0; i < olds.size(); i++)
+			for (size_t j = 0; j < news.size() && !partner[i]; j++)
+				if (!taken[j] && fits(olds[i]->kernel, news[j]->kernel))
+					partner[i] = news[j], taken[j] = true;
+	};
+	pair_where([](const kernel_config &o, const kernel_config &n) { return o.name == n.name && o.boot == n.boot; });
+	pair_where([](const kernel_config &, const kernel_config &) { return true; });
+
+	std::vector<record_pair> out;
+	for (size_t i = 0; i < olds.size(); i++)
+		out.push_back({olds[i], partner[i]});
+	for (size_t j = 0; j < news.size(); j++)
+		if (!taken[j])
+			out.push_back({nullptr, news[j]});
 	return out;
 }
 
@@ -81,29 +206,67 @@ verdict_change classify(outcome before, outcome after)
 	return verdict_change::changed;
 }
 
-std::string summary_line(const json &doc)
+// Why NEW's record is not a pass.
+std::string detail_of(const kernel_record &r)
 {
-	const run_view run = view_run(doc);
-	std::string kernels;
-	for (const auto &k : run.kernels)
-		kernels += (kernels.empty() ? "" : ", ") + k.label();
-	std::ostringstream out;
-	out << (kernels.empty() ? "no kernel recorded" : kernels) << ": pass " << run.pass << ", fail " << run.fail
-	    << ", skip " << run.skip << ", error " << run.error;
-	if (incomplete(doc))
-		out << " (run incomplete)";
-	return out.str();
+	if (r.result == outcome::fail)
+		return "expected " + r.expected + ", observed " + r.observed +
+		       (r.reason.empty() ? "" : ": " + one_line(r.reason));
+	return r.result == outcome::pass ? "" : one_line(r.reason);
 }
 
-std::string pad(std::string s, size_t width)
+case_comparison row_of(const case_key &key, const kernel_record *o, const kernel_record *n)
 {
-	// Widths count code points, not bytes ("µs").
-	size_t shown = 0;
-	for (unsigned char ch : s)
-		shown += (ch & 0xC0) != 0x80;
-	if (shown < width)
-		s += std::string(width - shown, ' ');
-	return s;
+	case_comparison cc;
+	cc.key = key;
+	if (o) {
+		cc.kernel_before = o->kernel;
+		cc.before = o->result;
+		cc.latency_before = stats_of(o->latency_ns);
+	}
+	if (n) {
+		cc.kernel_after = n->kernel;
+		cc.after = n->result;
+		cc.latency_after = stats_of(n->latency_ns);
+		cc.detail = detail_of(*n);
+	}
+	if (!n) {
+		cc.change = verdict_change::disappeared;
+		cc.detail = "not in the new run";
+	} else {
+		cc.change = o ? classify(o->result, n->result) : verdict_change::appeared;
+	}
+	return cc;
+}
+
+// A row shows its id; with the placement where the comparison has the id
+// in several.
+void label_rows(std::vector<case_comparison> &rows)
+{
+	for (auto &r : rows) {
+		const bool several = std::any_of(rows.begin(), rows.end(), [&](const case_comparison &o) {
+			return o.key.id == r.key.id && o.key.placement != r.key.placement;
+		});
+		const std::string placement = r.key.placement.empty() ? "-" : r.key.placement;
+		r.label = several ? r.key.id + " (" + placement + ")" : r.key.id;
+	}
+}
+
+compared_run side_of(const json &doc, const run_view &run)
+{
+	compared_run side;
+	for (const auto &k : run.kernels) {
+		const std::string kernel = kernel_config{k.name, k.release, "", ""}.label();
+		if (std::find(side.kernels.begin(), side.kernels.end(), kernel) == side.kernels.end())
+			side.kernels.push_back(kernel);
+	}
+	side.kernel_per_row = run.several_kernels();
+	side.pass = run.pass;
+	side.fail = run.fail;
+	side.skip = run.skip;
+	side.error = run.error;
+	side.incomplete = incomplete(doc);
+	return side;
 }
 
 } // namespace
@@ -111,157 +274,283 @@ std::string pad(std::string s, size_t width)
 comparison compare_results(const json &before, const json &after)
 {
 	const run_view old_run = view_run(before), new_run = view_run(after);
-	comparison result;
-	result.by_kernel = old_run.several_kernels() || new_run.several_kernels();
-	const auto old_cases = keyed(old_run, result.by_kernel);
-	const auto new_cases = keyed(new_run, result.by_kernel);
-	auto find = [](const auto &cases, const std::string &key) -> const keyed_case * {
-		for (const auto &[k, c] : cases)
-			if (k == key)
-				return &c;
-		return nullptr;
+	comparison result{side_of(before, old_run), side_of(after, new_run), {}};
+	const auto old_keys = keyed(old_run), new_keys = keyed(new_run);
+	static const std::vector<kernel_record> none;
+	auto records_of = [](const std::vector<keyed_records> &keys, const case_key &key) -> const auto & {
+		auto k = std::find_if(keys.begin(), keys.end(), [&](const keyed_records &e) { return e.key == key; });
+		return k == keys.end() ? none : k->records;
 	};
-
-	for (const auto &[key, o] : old_cases) {
-		case_comparison cc;
-		cc.key = key;
-		cc.before = o.result;
-		cc.latency_before = stats_of(o.latency_ns);
-		if (const keyed_case *n = find(new_cases, key)) {
-			cc.after = n->result;
-			cc.change = classify(o.result, n->result);
-			cc.latency_after = stats_of(n->latency_ns);
-			if (n->result == outcome::fail)
-				cc.detail = "expected " + n->expected + ", observed " + n->observed +
-					    (n->reason.empty() ? "" : ": " + one_line(n->reason));
-			else if (n->result != outcome::pass)
-				cc.detail = one_line(n->reason);
-		} else {
-			cc.change = verdict_change::disappeared;
-			cc.detail = "not in the new run";
-		}
-		result.cases.push_back(std::move(cc));
-	}
-	for (const auto &[key, n] : new_cases) {
-		if (find(old_cases, key))
-			continue;
-		case_comparison cc;
-		cc.key = key;
-		cc.after = n.result;
-		cc.change = verdict_change::appeared;
-		cc.latency_after = stats_of(n.latency_ns);
-		if (n.result != outcome::pass)
-			cc.detail = one_line(n.reason);
-		result.cases.push_back(std::move(cc));
-	}
+	for (const auto &k : old_keys)
+		for (const auto &[o, n] : pair_by_kernel(k.records, records_of(new_keys, k.key)))
+			result.cases.push_back(row_of(k.key, o, n));
+	for (const auto &k : new_keys)
+		if (records_of(old_keys, k.key).empty())
+			for (const auto &[o, n] : pair_by_kernel(none, k.records))
+				result.cases.push_back(row_of(k.key, o, n));
+	label_rows(result.cases);
 	return result;
 }
 
-std::string format_comparison(const comparison &c, const std::string &before_name, const json &before,
-			      const std::string &after_name, const json &after)
+namespace {
+
+std::string kernel_text(const std::optional<kernel_config> &k)
+{
+	return k ? k->label() : "-";
+}
+
+// "6.1.0-57-amd64 (movable) -> 6.12.9 (movable)": for rows, when either
+// side ran several kernels.
+std::string row_kernels(const case_comparison &cc)
+{
+	return kernel_text(cc.kernel_before) + " -> " + kernel_text(cc.kernel_after);
+}
+
+std::string verdict_text(const std::optional<outcome> &o, const char *none)
+{
+	return o ? name(*o) : none;
+}
+
+// Latency: the median, how the samples spread (IQR from four on, else the
+// range) and how many there were.
+std::string latency_cell(const std::optional<sample_stats> &s)
+{
+	if (!s)
+		return "-";
+	std::string out = format_ns(s->median, true) + " (";
+	if (s->n >= 4)
+		out += "IQR " + format_ns(s->p25, true) + " - " + format_ns(s->p75, true) + ", ";
+	else if (s->n >= 2)
+		out += "range " + format_ns(s->min, true) + " - " + format_ns(s->max, true) + ", ";
+	return out + "n=" + std::to_string(s->n) + ")";
+}
+
+std::string change_pct_text(const case_comparison &cc)
+{
+	const auto pct = cc.median_change_pct();
+	if (!pct)
+		return "-";
+	char buf[32];
+	std::snprintf(buf, sizeof(buf), "%+.1f%%", *pct);
+	return buf;
+}
+
+std::string kernels_text(const compared_run &r)
+{
+	std::string out;
+	for (const auto &k : r.kernels)
+		out += (out.empty() ? "" : ", ") + k;
+	return out.empty() ? "none recorded" : out;
+}
+
+std::string counts_text(const compared_run &r)
+{
+	return "pass " + std::to_string(r.pass) + ", fail " + std::to_string(r.fail) + ", skip " +
+	       std::to_string(r.skip) + ", error " + std::to_string(r.error) +
+	       (r.incomplete ? " (run incomplete)" : "");
+}
+
+// The regressions' names, for the result line: the label, and the kernel
+// where rows name theirs.
+std::string regression_names(const comparison &c)
+{
+	std::string out;
+	for (const auto &cc : c.cases)
+		if (is_regression(cc.change))
+			out += (out.empty() ? "" : ", ") + cc.label +
+			       (c.kernels_per_row() ? " on " + kernel_text(cc.kernel_after ? cc.kernel_after
+											: cc.kernel_before)
+						    : "");
+	return out;
+}
+
+std::string result_text(const comparison &c)
+{
+	const int n = c.regressions();
+	if (!n)
+		return "no verdict regression: exit 0";
+	return std::to_string(n) + " verdict regression" + (n == 1 ? "" : "s") + " (" + regression_names(c) +
+	       "): exit 1";
+}
+
+std::string text_verdict_changes(const comparison &c, size_t key_w, size_t kernel_w)
 {
 	std::ostringstream out;
-	out << "old: " << before_name << "\n     " << summary_line(before) << "\n";
-	out << "new: " << after_name << "\n     " << summary_line(after) << "\n";
-
-	size_t key_w = 4;
-	for (const auto &cc : c.cases)
-		key_w = std::max(key_w, cc.key.size());
-	key_w += 2;
-
-	out << "\nverdict changes (" << (c.by_kernel ? "by kernel and case id" : "by case id") << "):\n";
+	out << "\nverdict changes (by suite, placement and case id):\n";
 	int unchanged = 0;
 	for (const auto &cc : c.cases) {
 		if (cc.change == verdict_change::unchanged) {
 			unchanged++;
 			continue;
 		}
-		const std::string transition = std::string(cc.before ? name(*cc.before) : "(none)") + " -> " +
-					       (cc.after ? name(*cc.after) : "(missing)");
-		out << "  " << pad(cc.key, key_w) << pad(transition, 18) << name(cc.change);
-		if (!cc.detail.empty())
-			out << ": " << cc.detail;
-		out << "\n";
+		const std::string transition = verdict_text(cc.before, "(none)") + " -> " +
+					       verdict_text(cc.after, "(missing)");
+		out << "  " << pad_to_width(cc.label, key_w)
+		    << (kernel_w ? pad_to_width(row_kernels(cc), kernel_w) : "") << pad_to_width(transition, 18)
+		    << name(cc.change) << (cc.detail.empty() ? "" : ": " + cc.detail) << "\n";
 	}
 	if (unchanged == int(c.cases.size()))
 		out << "  none: all " << unchanged << " cases have the same verdict\n";
 	else
 		out << "  " << unchanged << " cases unchanged\n";
-
-	// Latency: the median, how the samples spread (IQR from four on, else
-	// the range) and how many there were.
-	auto cell = [](const std::optional<sample_stats> &s) {
-		if (!s)
-			return std::string("-");
-		std::string out = format_ns(s->median, true) + " (";
-		if (s->n >= 4)
-			out += "IQR " + format_ns(s->p25, true) + " - " + format_ns(s->p75, true) + ", ";
-		else if (s->n >= 2)
-			out += "range " + format_ns(s->min, true) + " - " + format_ns(s->max, true) + ", ";
-		return out + "n=" + std::to_string(s->n) + ")";
-	};
-	struct latency_row {
-		std::string key, before, after, change;
-	};
-	std::vector<latency_row> rows;
-	size_t single_samples = 0;
-	for (const auto &cc : c.cases) {
-		if (!cc.latency_before && !cc.latency_after)
-			continue;
-		latency_row r{cc.key, cell(cc.latency_before), cell(cc.latency_after), "-"};
-		if (cc.latency_before && cc.latency_after && cc.latency_before->median > 0) {
-			char buf[32];
-			std::snprintf(buf, sizeof(buf), "%+.1f%%",
-				      (cc.latency_after->median / cc.latency_before->median - 1) * 100);
-			r.change = buf;
-			single_samples += cc.latency_before->n == 1 || cc.latency_after->n == 1;
-		}
-		rows.push_back(std::move(r));
-	}
-	out << "\nlatency per case (registration, or export/import): median (spread, n = samples):\n";
-	if (rows.empty()) {
-		out << "  no case has a latency in either run\n";
-	} else {
-		size_t before_w = 3, after_w = 3;
-		for (const auto &r : rows) {
-			before_w = std::max(before_w, r.before.size());
-			after_w = std::max(after_w, r.after.size());
-		}
-		out << "  " << pad("case", key_w) << pad("old", before_w + 2) << pad("new", after_w + 2)
-		    << "median change\n";
-		for (const auto &r : rows)
-			out << "  " << pad(r.key, key_w) << pad(r.before, before_w + 2) << pad(r.after, after_w + 2)
-			    << r.change << "\n";
-	}
-	if (single_samples)
-		out << "  note: " << single_samples << " case(s) have a single sample on one side: a change "
-		    << "there is one registration against another, indicative only\n";
-
-	const int regressions = c.regressions();
-	out << "\n";
-	if (regressions) {
-		out << "result: " << regressions << " verdict regression" << (regressions == 1 ? "" : "s") << " (";
-		bool first = true;
-		for (const auto &cc : c.cases)
-			if (is_regression(cc.change)) {
-				out << (first ? "" : ", ") << cc.key;
-				first = false;
-			}
-		out << "): exit 1\n";
-	} else {
-		out << "result: no verdict regression: exit 0\n";
-	}
 	return out.str();
 }
 
-int compare_runs(const std::filesystem::path &before, const std::filesystem::path &after, std::ostream &out)
+std::string text_latency(const comparison &c, size_t key_w, size_t kernel_w)
+{
+	std::ostringstream out;
+	out << "\nlatency per case (registration, or export/import): median (spread, n = samples):\n";
+	size_t before_w = 3, after_w = 3, single_samples = 0, rows = 0;
+	for (const auto &cc : c.cases) {
+		before_w = std::max(before_w, latency_cell(cc.latency_before).size());
+		after_w = std::max(after_w, latency_cell(cc.latency_after).size());
+	}
+	auto kernels = [&](const std::string &s) { return kernel_w ? pad_to_width(s, kernel_w) : ""; };
+	for (const auto &cc : c.cases) {
+		if (!cc.latency_before && !cc.latency_after)
+			continue;
+		if (!rows++)
+			out << "  " << pad_to_width("case", key_w) << kernels("kernel") << pad_to_width("old", before_w + 2)
+			    << pad_to_width("new", after_w + 2) << "median change\n";
+		out << "  " << pad_to_width(cc.label, key_w) << kernels(row_kernels(cc))
+		    << pad_to_width(latency_cell(cc.latency_before), before_w + 2)
+		    << pad_to_width(latency_cell(cc.latency_after), after_w + 2) << change_pct_text(cc) << "\n";
+		single_samples += cc.median_change_pct() && (cc.latency_before->n == 1 || cc.latency_after->n == 1);
+	}
+	if (!rows)
+		out << "  no case has a latency in either run\n";
+	if (single_samples)
+		out << "  note: " << single_samples << " case(s) have a single sample on one side: a change "
+		    << "there is one registration against another, indicative only\n";
+	return out.str();
+}
+
+std::string markdown_row(const comparison &c, const case_comparison &cc)
+{
+	const bool bad = is_regression(cc.change);
+	auto verdict = [](const std::optional<outcome> &o) { return o ? std::string(upper_name(*o)) : "-"; };
+	std::string row = "| " + markdown_text(cc.label) + " | " + markdown_text(cc.key.suite) + " | " +
+			  markdown_text(cc.key.placement.empty() ? "-" : cc.key.placement) + " | ";
+	if (c.kernels_per_row())
+		row += markdown_text(kernel_text(cc.kernel_before)) + " | " +
+		       markdown_text(kernel_text(cc.kernel_after)) + " | ";
+	return row + verdict(cc.before) + " | " + verdict(cc.after) + " | " + (bad ? "**" : "") +
+	       markdown_text(name(cc.change)) + (bad ? "**" : "") + " | " +
+	       markdown_text(cc.detail.empty() ? "-" : cc.detail) + " | " +
+	       markdown_text(latency_cell(cc.latency_before)) + " | " + markdown_text(latency_cell(cc.latency_after)) +
+	       " | " + markdown_text(change_pct_text(cc)) + " |\n";
+}
+
+json stats_json(const std::optional<sample_stats> &s)
+{
+	if (!s)
+		return nullptr;
+	return {{"median_ns", s->median}, {"n", s->n},	       {"min_ns", s->min},
+		{"max_ns", s->max},	  {"p25_ns", s->p25}, {"p75_ns", s->p75}};
+}
+
+json side_json(const std::optional<outcome> &verdict, const std::optional<kernel_config> &kernel,
+	       const std::optional<sample_stats> &latency)
+{
+	if (!verdict)
+		return nullptr;
+	return {{"verdict", name(*verdict)}, {"kernel", kernel_text(kernel)}, {"latency", stats_json(latency)}};
+}
+
+json run_json(const compared_run &r)
+{
+	return {{"path", r.path}, {"kernels", r.kernels}, {"pass", r.pass},		{"fail", r.fail},
+		{"skip", r.skip}, {"error", r.error},	  {"incomplete", r.incomplete}};
+}
+
+} // namespace
+
+std::string format_comparison_text(const comparison &c)
+{
+	std::ostringstream out;
+	out << "old: " << c.before.path << "\n     " << (c.before.kernels.size() > 1 ? "kernels " : "kernel ")
+	    << kernels_text(c.before) << ": " << counts_text(c.before) << "\n";
+	out << "new: " << c.after.path << "\n     " << (c.after.kernels.size() > 1 ? "kernels " : "kernel ")
+	    << kernels_text(c.after) << ": " << counts_text(c.after) << "\n";
+	size_t key_w = 4, kernel_w = 0;
+	for (const auto &cc : c.cases) {
+		key_w = std::max(key_w, cc.label.size() + 2);
+		if (c.kernels_per_row())
+			kernel_w = std::max(kernel_w, row_kernels(cc).size() + 2);
+	}
+	out << text_verdict_changes(c, key_w, kernel_w) << text_latency(c, key_w, kernel_w);
+	out << "\nresult: " << result_text(c) << "\n";
+	return out.str();
+}
+
+std::string format_comparison_markdown(const comparison &c)
+{
+	std::ostringstream out;
+	out << "### pinmatrix report --compare: " << markdown_text(result_text(c)) << "\n\n";
+	out << "| run | results | kernel | pass | fail | skip | error |\n| --- | --- | --- | --- | --- | --- | --- |\n";
+	for (const auto &[which, r] : {std::pair{"old", &c.before}, std::pair{"new", &c.after}})
+		out << "| " << which << " | " << markdown_text(r->path) << (r->incomplete ? " (run incomplete)" : "")
+		    << " | " << markdown_text(kernels_text(*r)) << " | " << r->pass << " | " << r->fail << " | "
+		    << r->skip << " | " << r->error << " |\n";
+	out << "\n| case | suite | placement | " << (c.kernels_per_row() ? "old kernel | new kernel | " : "")
+	    << "old | new | change | detail | old latency | new latency | median change |\n";
+	out << "| --- | --- | --- | " << (c.kernels_per_row() ? "--- | --- | " : "")
+	    << "--- | --- | --- | --- | --- | --- | --- |\n";
+	for (const auto &cc : c.cases)
+		out << markdown_row(c, cc);
+	return out.str();
+}
+
+json comparison_json(const comparison &c)
+{
+	json rows = json::array();
+	for (const auto &cc : c.cases) {
+		const auto pct = cc.median_change_pct();
+		rows.push_back({{"suite", cc.key.suite},
+				{"placement", cc.key.placement},
+				{"id", cc.key.id},
+				{"label", cc.label},
+				{"old", side_json(cc.before, cc.kernel_before, cc.latency_before)},
+				{"new", side_json(cc.after, cc.kernel_after, cc.latency_after)},
+				{"change", id(cc.change)},
+				{"regression", is_regression(cc.change)},
+				{"detail", cc.detail},
+				{"median_change_pct", pct ? json(*pct) : json(nullptr)}});
+	}
+	return {{"schema", "pinmatrix-compare/1"}, {"old", run_json(c.before)}, {"new", run_json(c.after)},
+		{"cases", rows},		     {"regressions", c.regressions()}};
+}
+
+int compare_runs(const std::filesystem::path &before, const std::filesystem::path &after, compare_format format,
+		 std::optional<double> bench_threshold_pct, std::ostream &out)
 {
 	// Both are read before anything is printed: bad input prints one message.
 	const auto old_file = load_results(before);
 	const auto new_file = load_results(after);
-	const comparison c = compare_results(old_file.doc, new_file.doc);
-	out << format_comparison(c, old_file.path.string(), old_file.doc, new_file.path.string(), new_file.doc);
-	return c.exit_code();
+	comparison c = compare_results(old_file.doc, new_file.doc);
+	c.before.path = old_file.path.string();
+	c.after.path = new_file.path.string();
+	const auto bench = compare_bench_runs(old_file, new_file, bench_threshold_pct);
+	const int exit_code = std::max(c.exit_code(), bench.exit_code());
+	const std::string bench_text = format_bench_runs(bench);
+	switch (format) {
+	case compare_format::text:
+		out << format_comparison_text(c) << bench_text;
+		break;
+	case compare_format::md:
+		out << format_comparison_markdown(c);
+		if (!bench_text.empty())
+			out << "\n```text" << bench_text << "```\n";
+		break;
+	case compare_format::json: {
+		json doc = comparison_json(c);
+		doc["benchmarks"] = bench_runs_json(bench);
+		doc["exit_code"] = exit_code;
+		out << doc.dump(2) << "\n";
+		break;
+	}
+	}
+	return exit_code;
 }
 
 } // namespace pinmatrix

@@ -1,14 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 #pragma once
 
-// `pinmatrix report --compare OLD NEW`: what changed between two runs (two
-// kernels, typically) case by case: verdicts and registration latency. A
-// QA gate runs it and fails on a verdict regression.
+// `pinmatrix report --compare OLD NEW [--format text|md|json]`: what changed
+// between two runs (two kernels, typically) case by case: verdicts and
+// registration latency. A QA gate runs it and fails on a verdict regression.
+//
+// Cases match by (suite, placement, case id), never by kernel: a kernel
+// update changes the release, not the case. Where a key ran on several
+// kernels (a matrix run), OLD's and NEW's records of it pair by
+// pair_by_kernel() in compare.cpp: a record with NEW's of the same matrix
+// kernel name and boot placement (what an update keeps), the rest in
+// kernel-series order (release, numbers as numbers): the i-th oldest with
+// the i-th oldest. One record each side pairs whatever the kernels (a 6.1
+// run against a 6.12 run). A record left over is missing from NEW (a
+// regression) or new in it. See reports/README.md.
 
 #include <filesystem>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,33 +38,61 @@ enum class verdict_change {
 	changed,	// any other change (fail <-> error, skip -> fail)
 	appeared,	// in NEW only
 };
-const char *name(verdict_change c);
+const char *name(verdict_change c);	// "REGRESSION (now skipped)", for people
+const char *id(verdict_change c);	// "skipped", for machines (--format json)
 bool is_regression(verdict_change c);
 
+enum class compare_format { text, md, json };
+// "text", "md" or "json"; anything else throws usage_error.
+compare_format compare_format_of(std::string_view name);
+
+struct case_key {
+	std::string suite, placement, id;	// placement empty for a suite without
+	bool operator==(const case_key &) const = default;
+};
+
 struct case_comparison {
-	std::string key;	// the case id; "kernel / id" when a run merged kernels
+	case_key key;
+	std::string label;	// the id, with the placement where the id has several
+	std::optional<report::kernel_config> kernel_before, kernel_after;	// nullopt: no record
 	std::optional<report::outcome> before, after;
 	verdict_change change = verdict_change::unchanged;
 	std::string detail;	// the new reason, for what got worse
 	std::optional<report::sample_stats> latency_before, latency_after;
+	std::optional<double> median_change_pct() const;	// when both sides have a median
+};
+
+// One side of the comparison, for the header.
+struct compared_run {
+	std::string path;			// set by compare_runs()
+	std::vector<std::string> kernels;	// name and release, each once, in order
+	bool kernel_per_row = false;		// several kernels or boots: rows name theirs
+	int pass = 0, fail = 0, skip = 0, error = 0;
+	bool incomplete = false;
 };
 
 struct comparison {
-	bool by_kernel = false;		// keys carry the kernel
+	compared_run before, after;
 	std::vector<case_comparison> cases;	// OLD's order, then cases new in NEW
+	// Rows name their kernels when either side ran several.
+	bool kernels_per_row() const { return before.kernel_per_row || after.kernel_per_row; }
 	int regressions() const;
 	int exit_code() const { return regressions() ? 1 : 0; }
 };
 
 comparison compare_results(const nlohmann::json &before, const nlohmann::json &after);
-std::string format_comparison(const comparison &c, const std::string &before_name,
-			      const nlohmann::json &before, const std::string &after_name,
-			      const nlohmann::json &after);
+// text: what changed, then every case's latency; md: a table of every case
+// for a ticket; json: every row with its fields (reports/README.md).
+std::string format_comparison_text(const comparison &c);
+std::string format_comparison_markdown(const comparison &c);
+nlohmann::json comparison_json(const comparison &c);
 
-// The command: each of OLD and NEW a run directory or a results.json.
-// Prints the comparison; returns 1 on a verdict regression, else 0.
-// Throws usage_error for a missing or unreadable input.
-int compare_runs(const std::filesystem::path &before, const std::filesystem::path &after,
-		 std::ostream &out);
+// The command: each of OLD and NEW a run directory or a results.json; the
+// verdicts, then the benchmarks (reports/bench_report.hpp) in one format.
+// Returns 1 on a verdict regression (or, with bench_threshold_pct, a
+// benchmark slower beyond it), else 0. Throws usage_error for a missing or
+// unreadable input, before anything is printed.
+int compare_runs(const std::filesystem::path &before, const std::filesystem::path &after, compare_format format,
+		 std::optional<double> bench_threshold_pct, std::ostream &out);
 
 } // namespace pinmatrix

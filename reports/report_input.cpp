@@ -203,6 +203,14 @@ std::string summary_of(const json &record, std::string_view key)
 	return text_at(*part, "summary", "-");
 }
 
+std::string suite_of(const json &record, const std::string &id, const std::string &placement)
+{
+	const size_t slash = id.find('/');
+	if (slash != std::string::npos && slash > 0)
+		return text_at(record, "suite", id.substr(0, slash));
+	return text_at(record, "suite", placement.empty() ? "other" : "pin");
+}
+
 std::string html_id(std::string_view s)
 {
 	std::string out;
@@ -227,7 +235,7 @@ run_view view_run(const json &doc)
 		c.id = text_at(record, "id", "case-" + std::to_string(run.cases.size() + 1));
 		c.name = text_at(record, "name", c.id);
 		c.placement = text_at(record, "placement");
-		c.suite = text_at(record, "suite", c.placement.empty() ? "other" : "pin");
+		c.suite = suite_of(record, c.id, c.placement);
 		c.result = outcome_of(text_at(record, "verdict", "error"));
 		c.reason = text_at(record, "reason");
 		c.kernel = kernel_of(doc, record);
@@ -585,6 +593,8 @@ std::vector<registration_view> registrations_of(const case_view &c)
 				one += ", zone " + text_at(pg, "zone", "?") + ", pageblock " + text_at(pg, "migratetype", "?");
 				if (const json *lp = member(pg, "longterm_pinnable"); lp && lp->is_boolean())
 					one += lp->get<bool>() ? ", long-term pinnable" : ", NOT long-term pinnable";
+				else if (lp && lp->is_null())
+					one += ", long-term pinnable unknown";
 				if (pg.value("maybe_dma_pinned", false))
 					one += ", maybe_dma_pinned";
 				if (const json *pins = member(pg, "module_pins"); pins && pins->is_array() && !pins->empty()) {
@@ -667,6 +677,34 @@ std::string one_line(std::string_view s)
 	while (!out.empty() && out.back() == ' ')
 		out.pop_back();
 	return out;
+}
+
+std::string markdown_text(std::string_view s)
+{
+	std::string out;
+	for (char ch : one_line(s)) {
+		switch (ch) {
+		case '<': out += "&lt;"; continue;
+		case '>': out += "&gt;"; continue;
+		case '&': out += "&amp;"; continue;
+		case '|': case '*': case '_': case '`': case '[': case ']': case '\\':
+			out += '\\';
+			break;
+		default: break;
+		}
+		out += ch;
+	}
+	return out;
+}
+
+std::string pad_to_width(std::string s, size_t width)
+{
+	size_t shown = 0;
+	for (unsigned char ch : s)
+		shown += (ch & 0xC0) != 0x80;
+	if (shown < width)
+		s += std::string(width - shown, ' ');
+	return s;
 }
 
 std::string escape_markup(std::string_view s, bool attribute)

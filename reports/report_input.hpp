@@ -51,7 +51,10 @@ struct kernel_config {
 
 struct case_view {
 	const json *record = nullptr;	// into the document; outlives the view
-	std::string id, name, suite;
+	std::string id, name;
+	// The record's ("pin", "ualink", ...); without one, the id's part
+	// before '/', else "pin" for a case with a placement, else "other".
+	std::string suite;
 	outcome result = outcome::error;
 	std::string reason;		// empty for a pass
 	kernel_config kernel;
@@ -180,6 +183,12 @@ std::string hex(uint64_t v);
 // Newlines and tabs become spaces, runs of spaces one, other control
 // characters go: for one-line formats.
 std::string one_line(std::string_view s);
+
+// Plain text inside Markdown (and GitHub/GitLab's HTML), on one line:
+// nothing in it may start emphasis, a link, an HTML tag or a new table cell.
+std::string markdown_text(std::string_view s);
+// s and spaces up to width, counting code points, not bytes ("µs").
+std::string pad_to_width(std::string s, size_t width);
 
 // Text for XML and HTML: escapes the five markup characters, and replaces
 // what XML 1.0 forbids (C0 controls but tab, newline, carriage return;

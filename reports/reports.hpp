@@ -33,11 +33,13 @@ void write_reports(const std::filesystem::path &dir, const nlohmann::json &doc);
 // missing directory or file, or one that is not schema pinmatrix/1.
 void regenerate_reports(const std::filesystem::path &dir_or_file);
 
-// `pinmatrix report DIR` or `pinmatrix report --compare OLD NEW` (compare
-// holds OLD and NEW, or is empty). Returns the exit code: 0, or 1 for a
-// verdict regression (or, with bench_threshold_pct, a benchmark slower by
-// more than that); throws usage_error for bad arguments or input.
+// `pinmatrix report DIR` or `pinmatrix report --compare OLD NEW [--format F]`
+// (compare holds OLD and NEW, or is empty; format "text", "md", "json", or
+// empty for text). Returns the exit code: 0, or 1 for a verdict regression
+// (or, with bench_threshold_pct, a benchmark slower by more than that);
+// throws usage_error for bad arguments or input, a bad format before
+// anything is read.
 int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare,
-		   std::optional<double> bench_threshold_pct = std::nullopt);
+		   std::optional<double> bench_threshold_pct = std::nullopt, const std::string &format = "");
 
 } // namespace pinmatrix

@@ -15,26 +15,6 @@ using namespace report;
 
 namespace {
 
-// Plain text inside Markdown (and GitHub/GitLab's HTML): nothing in a reason
-// may start emphasis, a link, an HTML tag or a new table cell.
-std::string md(std::string_view s)
-{
-	std::string out;
-	for (char ch : one_line(s)) {
-		switch (ch) {
-		case '<': out += "&lt;"; continue;
-		case '>': out += "&gt;"; continue;
-		case '&': out += "&amp;"; continue;
-		case '|': case '*': case '_': case '`': case '[': case ']': case '\\':
-			out += '\\';
-			break;
-		default: break;
-		}
-		out += ch;
-	}
-	return out;
-}
-
 std::string verdict_text(outcome o)
 {
 	// Non-pass verdicts stand out in a table.
@@ -76,7 +56,8 @@ std::string format_summary_markdown(const json &doc)
 		out << "\n";
 	}
 	for (const auto &g : guest_endings(doc))
-		out << "\n" << (g.guest == "guest" ? "Guest" : "Guest `" + g.guest + "`") << ": " << md(g.ended)
+		out << "\n" << (g.guest == "guest" ? "Guest" : "Guest `" + g.guest + "`") << ": "
+		    << markdown_text(g.ended)
 		    << " (serial log excerpt in report.html)\n";
 
 	const auto ordered = run.worst_first();
@@ -85,12 +66,13 @@ std::string format_summary_markdown(const json &doc)
 		for (const auto *c : ordered) {
 			if (c->result != outcome::fail && c->result != outcome::error)
 				continue;
-			out << "- **" << md(c->title()) << "** " << upper_name(c->result);
+			out << "- **" << markdown_text(c->title()) << "** " << upper_name(c->result);
 			if (run.several_kernels())
 				out << " on `" << c->kernel.label() << "`";
-			out << ": " << md(c->reason.empty() ? "(no reason recorded)" : c->reason);
+			out << ": " << markdown_text(c->reason.empty() ? "(no reason recorded)" : c->reason);
 			if (c->result == outcome::fail)
-				out << " (expected " << md(c->expected) << ", observed " << md(c->observed) << ")";
+				out << " (expected " << markdown_text(c->expected) << ", observed "
+				    << markdown_text(c->observed) << ")";
 			out << "\n";
 		}
 	}
@@ -102,10 +84,10 @@ std::string format_summary_markdown(const json &doc)
 			if (ids.size() <= 12) {
 				out << " (";
 				for (size_t i = 0; i < ids.size(); i++)
-					out << (i ? ", " : "") << md(ids[i]);
+					out << (i ? ", " : "") << markdown_text(ids[i]);
 				out << ")";
 			}
-			out << ": " << md(reason.empty() ? "(no reason recorded)" : reason) << "\n";
+			out << ": " << markdown_text(reason.empty() ? "(no reason recorded)" : reason) << "\n";
 		}
 	}
 
@@ -115,11 +97,12 @@ std::string format_summary_markdown(const json &doc)
 	for (const auto &c : run.cases)
 		for (const auto &r : registrations_of(c))
 			if (r.err && !r.classification.empty()) {
-				std::string line = "- **" + md(c.id) + "** " + md(r.errno_name) + ": " + md(r.classification);
+				std::string line = "- **" + markdown_text(c.id) + "** " + markdown_text(r.errno_name) +
+						   ": " + markdown_text(r.classification);
 				if (run.several_kernels())
 					line += " on `" + c.kernel.label() + "`";
 				if (!r.path_one_line.empty())
-					line += " (kernel path: " + md(r.path_one_line) + ")";
+					line += " (kernel path: " + markdown_text(r.path_one_line) + ")";
 				classified.push_back(line);
 			}
 	if (!classified.empty()) {
@@ -145,7 +128,7 @@ std::string format_summary_markdown(const json &doc)
 				ids.push_back(c.id);
 		out << "| case |";
 		for (const auto &k : run.kernels)
-			out << " " << md(k.label()) << " |";
+			out << " " << markdown_text(k.label()) << " |";
 		out << "\n|---|";
 		for (size_t i = 0; i < run.kernels.size(); i++)
 			out << "---|";
@@ -160,11 +143,11 @@ std::string format_summary_markdown(const json &doc)
 				}
 			if (only_bad && all_pass)
 				continue;
-			out << "| " << md(id) << " |";
+			out << "| " << markdown_text(id) << " |";
 			for (const auto *c : per_kernel) {
 				auto latency = c ? stats_of(c->latency_ns) : std::nullopt;
 				out << " " << (c ? verdict_text(c->result) : "-")
-				    << (latency ? " " + md(format_ns(latency->median)) : "") << " |";
+				    << (latency ? " " + markdown_text(format_ns(latency->median)) : "") << " |";
 			}
 			out << "\n";
 		}
@@ -176,9 +159,11 @@ std::string format_summary_markdown(const json &doc)
 	for (const auto &c : run.cases) {
 		if (only_bad && c.result == outcome::pass)
 			continue;
-		out << "| " << md(c.title()) << " | " << md(c.placement.empty() ? "-" : c.placement) << " | "
-		    << md(c.first_pin.empty() ? "-" : c.first_pin) << " | " << md(c.expected) << " | "
-		    << md(c.observed) << " | " << verdict_text(c.result) << " | " << md(latency_text(c)) << " |\n";
+		out << "| " << markdown_text(c.title()) << " | "
+		    << markdown_text(c.placement.empty() ? "-" : c.placement) << " | "
+		    << markdown_text(c.first_pin.empty() ? "-" : c.first_pin) << " | " << markdown_text(c.expected)
+		    << " | " << markdown_text(c.observed) << " | " << verdict_text(c.result) << " | "
+		    << markdown_text(latency_text(c)) << " |\n";
 	}
 	return out.str();
 }

@@ -47,8 +47,12 @@ void regenerate_reports(const fs::path &dir_or_file)
 namespace pinmatrix {
 
 int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare,
-		   std::optional<double> bench_threshold_pct)
+		   std::optional<double> bench_threshold_pct, const std::string &format)
 {
+	// The format first: a bad one is told before anything is read.
+	if (!format.empty() && compare.empty())
+		throw usage_error("report: --format goes with --compare OLD NEW");
+	const compare_format compare_as = compare_format_of(format.empty() ? "text" : format);
 	if (!compare.empty()) {
 		if (!dir.empty())
 			throw usage_error("report: give a run directory or --compare OLD NEW, not both");
@@ -56,9 +60,7 @@ int report_command(const std::filesystem::path &dir, const std::vector<std::file
 			throw usage_error("report --compare: expected OLD and NEW");
 		if (bench_threshold_pct && !(*bench_threshold_pct > 0))
 			throw usage_error("report --bench-threshold: a percentage above 0");
-		const int verdicts = compare_runs(compare[0], compare[1], std::cout);
-		const int benchmarks = report::compare_bench_runs(compare[0], compare[1], bench_threshold_pct, std::cout);
-		return std::max(verdicts, benchmarks);
+		return compare_runs(compare[0], compare[1], compare_as, bench_threshold_pct, std::cout);
 	}
 	if (bench_threshold_pct)
 		throw usage_error("report: --bench-threshold goes with --compare OLD NEW");

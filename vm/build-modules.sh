@@ -1,8 +1,9 @@
 #!/bin/bash
 # Builds the project's out-of-tree modules (every kmod/<name>/ with a Kbuild)
 # against one kernel's build directory, into OUT_DIR/<name>/<name>.ko. The
-# sources are copied (with their times, so make rebuilds only what changed):
-# no build output ever lands in the source tree.
+# sources, kmod/conftest (the feature tests each Kbuild runs) with them, are
+# copied (with their times, so make rebuilds only what changed): no build
+# output ever lands in the source tree.
 #
 # Usage: build-modules.sh KDIR OUT_DIR
 set -euo pipefail
@@ -16,7 +17,7 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../kmod" && pwd)
 [[ -f $kdir/Makefile ]] || die "$kdir is not a kernel build directory (no Makefile): install linux-headers-<release> or build the kernel"
 
 mkdir -p "$out"
-(cd "$src" && find . \( -name '*.c' -o -name '*.h' -o -name Kbuild \) -print0 |
+(cd "$src" && find . \( -name '*.c' -o -name '*.h' -o -name Kbuild -o -name '*.mk' -o -name '*.sh' \) -print0 |
   xargs -0 cp -p --parents -t "$out")
 
 built=0

@@ -203,6 +203,7 @@ fs::path prepare_modules(const guest_kernel &k, const fs::path &cache)
 	std::string sources;
 	for (const auto &e : fs::recursive_directory_iterator(source_dir / "kmod"))
 		if (e.is_regular_file() && (e.path().extension() == ".c" || e.path().extension() == ".h" ||
+					    e.path().extension() == ".mk" || e.path().extension() == ".sh" ||
 					    e.path().filename() == "Kbuild"))
 			sources += e.path().string() + read_text_file(e.path().string());
 	const fs::path out = cache / "modules" / (k.dir.filename().string() + "-" + content_hash(sources));

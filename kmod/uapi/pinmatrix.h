@@ -17,7 +17,11 @@
 #include <linux/types.h>
 
 #define PINMATRIX_DEVICE_NAME	"pinmatrix"
-#define PINMATRIX_ABI_VERSION	1
+/*
+ * 2: PINMATRIX_PAGE_LONGTERM_PINNABLE means something only with
+ * PINMATRIX_PAGE_PINNABLE_KNOWN; a probe no longer reads page tables.
+ */
+#define PINMATRIX_ABI_VERSION	2
 
 /* Zone of a page: the kernel's zone, folded into a stable numbering. */
 enum pinmatrix_zone {
@@ -49,11 +53,26 @@ enum pinmatrix_mt_method {
 };
 
 /* struct pinmatrix_page.flags */
+/* a page is mapped there; every other field is 0 or UNKNOWN without it */
 #define PINMATRIX_PAGE_PRESENT			(1U << 0)
+/* folio_is_longterm_pinnable(): yes, where PINNABLE_KNOWN is set */
 #define PINMATRIX_PAGE_LONGTERM_PINNABLE	(1U << 1)
+/* folio_maybe_dma_pinned(): a FOLL_PIN is (probably) held */
 #define PINMATRIX_PAGE_MAYBE_DMA_PINNED		(1U << 2)
+/* the shared zero page (is_zero_pfn()) */
 #define PINMATRIX_PAGE_ZERO			(1U << 3)
+/* migratetype was read (PINMATRIX_MT_UNKNOWN otherwise) */
 #define PINMATRIX_PAGE_MT_KNOWN			(1U << 4)
+/*
+ * LONGTERM_PINNABLE is known. Unknown where the kernel's rule needs the
+ * pageblock migratetype (CONFIG_CMA) and it could not be read.
+ */
+#define PINMATRIX_PAGE_PINNABLE_KNOWN		(1U << 5)
+/*
+ * With ZERO: this kernel's FOLL_PIN takes no pin on the zero page (6.5+ and
+ * kernels that carry the change), so a pin on it shows nowhere.
+ */
+#define PINMATRIX_PAGE_ZERO_NOT_PINNED		(1U << 6)
 
 /* What the module knows of one user page. 16 bytes. */
 struct pinmatrix_page {

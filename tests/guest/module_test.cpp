@@ -100,6 +100,7 @@ TEST_F(Module, ProbeDescribesPresentPages)
 		EXPECT_NE(p.zone, PINMATRIX_ZONE_UNKNOWN);
 		EXPECT_FALSE(p.flags & PINMATRIX_PAGE_MAYBE_DMA_PINNED);
 		// A long-term pin may stay exactly where the page is not movable.
+		EXPECT_TRUE(p.flags & PINMATRIX_PAGE_PINNABLE_KNOWN);
 		EXPECT_EQ(bool(p.flags & PINMATRIX_PAGE_LONGTERM_PINNABLE),
 			  p.zone != PINMATRIX_ZONE_MOVABLE && p.migratetype != PINMATRIX_MT_CMA);
 	}
@@ -115,9 +116,46 @@ TEST_F(Module, ProbeReportsAbsentAndZeroPages)
 	auto probed = module.probe(untouched.addr(), 4);
 	EXPECT_FALSE(probed[0].flags & PINMATRIX_PAGE_PRESENT);
 	EXPECT_TRUE(probed[1].flags & PINMATRIX_PAGE_ZERO);
+	EXPECT_TRUE(probed[1].flags & PINMATRIX_PAGE_PINNABLE_KNOWN);
+	EXPECT_TRUE(probed[1].flags & PINMATRIX_PAGE_LONGTERM_PINNABLE);
 	EXPECT_FALSE(probed[2].flags & PINMATRIX_PAGE_PRESENT);
+	// pin_module fills absent pages from pagemap: the module alone, page by
+	// page through GUP, must say the same.
+	std::vector<pinmatrix_page> raw(4);
+	pinmatrix_probe req{};
+	req.size = sizeof(req);
+	req.addr = untouched.addr();
+	req.npages = raw.size();
+	req.pages = reinterpret_cast<uintptr_t>(raw.data());
+	ASSERT_EQ(raw_ioctl(module, PINMATRIX_IOC_PROBE, req), 0);
+	for (size_t i = 0; i < raw.size(); i++) {
+		SCOPED_TRACE(i);
+		EXPECT_EQ(raw[i].flags, probed[i].flags);
+		EXPECT_EQ(raw[i].pfn, probed[i].pfn);
+		EXPECT_EQ(raw[i].zone, probed[i].zone);
+		EXPECT_EQ(raw[i].migratetype, probed[i].migratetype);
+	}
 	auto faulted = module.probe(untouched.addr(), 4, PINMATRIX_PROBE_FAULT);
 	EXPECT_TRUE(faulted[3].flags & PINMATRIX_PAGE_PRESENT);
+}
+
+TEST_F(Module, AZeroPagePinIsWhatItsFlagSays)
+{
+	mapping untouched = mapping::anonymous(page_size(), false);
+	ASSERT_EQ(madvise(untouched.data(), untouched.size(), MADV_NOHUGEPAGE), 0);
+	volatile std::byte read = untouched.data()[0]; // maps the zero page
+	(void)read;
+	const auto zero = module.probe_one(untouched.addr());
+	ASSERT_TRUE(zero.flags & PINMATRIX_PAGE_ZERO);
+	// FOLL_PIN skips the zero page from 6.5 (and in kernels with the backport).
+	const bool not_pinned = zero.flags & PINMATRIX_PAGE_ZERO_NOT_PINNED;
+	const int64_t outstanding = pins_outstanding();
+	held_pin pin = module.pin(PINMATRIX_CONTRACT_FOLL_PIN, untouched.addr(), 1, 0);
+	EXPECT_EQ(pin.pfns()[0], zero.pfn);
+	EXPECT_EQ(pins_outstanding(), outstanding + (not_pinned ? 0 : 1));
+	EXPECT_EQ(bool(module.probe_one(untouched.addr()).flags & PINMATRIX_PAGE_MAYBE_DMA_PINNED), !not_pinned);
+	EXPECT_EQ(pin.release(), 0);
+	EXPECT_EQ(pins_outstanding(), outstanding);
 }
 
 TEST_F(Module, EachContractPinsListsAndUnpins)

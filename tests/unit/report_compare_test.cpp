@@ -60,7 +60,7 @@ TEST(ReportCompare, VerdictChangesAreClassified)
 	const auto c = compare_results(before, after);
 	auto change_of = [&](const std::string &key) {
 		for (const auto &cc : c.cases)
-			if (cc.key == key)
+			if (cc.label == key)
 				return cc.change;
 		ADD_FAILURE() << "no " << key;
 		return verdict_change::unchanged;
@@ -172,7 +172,248 @@ TEST(ReportCompare, LatencyMediansWithSampleCounts)
 	EXPECT_EQ(merged.exit_code, 0) << merged.output;
 	EXPECT_NE(merged.output.find("IQR"), std::string::npos) << merged.output;
 	EXPECT_NE(merged.output.find("n=5"), std::string::npos) << merged.output;
-	EXPECT_NE(merged.output.find("by kernel and case id"), std::string::npos) << merged.output;
+	EXPECT_NE(merged.output.find("by suite, placement and case id"), std::string::npos) << merged.output;
+}
+
+// The kernel-update gate (issue 12): cases match by suite, placement and
+// case id whatever kernel each run booted.
+namespace {
+
+const char *const formats[] = {"text", "md", "json"};
+
+std::string compare_command(const fs::path &old_run, const fs::path &new_run, const std::string &format = "")
+{
+	return "report --compare " + shell_quoted(old_run) + " " + shell_quoted(new_run) +
+	       (format.empty() ? "" : " --format " + format);
+}
+
+// stdout alone: what a machine reads.
+json compare_json(const fs::path &old_run, const fs::path &new_run, int *exit_code = nullptr)
+{
+	const auto r = shell(std::string(PINMATRIX_BIN) + " " + compare_command(old_run, new_run, "json"), false);
+	if (exit_code)
+		*exit_code = r.exit_code;
+	return json::parse(r.output);
+}
+
+const case_comparison &row(const comparison &c, const std::string &id, const std::string &release_after)
+{
+	for (const auto &cc : c.cases)
+		if (cc.key.id == id && cc.kernel_after && cc.kernel_after->release == release_after)
+			return cc;
+	throw std::runtime_error("no row " + id + " on " + release_after);
+}
+
+} // namespace
+
+TEST(ReportCompareKernels, KernelUpdateMatchesEveryCase)
+{
+	const json old_doc = sample_run();
+	const json new_doc = on_kernel(sample_run(), "6.12.9-pinmatrix");
+	const auto c = compare_results(old_doc, new_doc);
+	ASSERT_EQ(c.cases.size(), old_doc["cases"].size());
+	for (const auto &cc : c.cases) {
+		EXPECT_EQ(cc.change, verdict_change::unchanged) << cc.label;
+		ASSERT_TRUE(cc.kernel_before && cc.kernel_after) << cc.label;
+		EXPECT_EQ(cc.kernel_before->release, "6.1.0-57-amd64");
+		EXPECT_EQ(cc.kernel_after->release, "6.12.9-pinmatrix");
+	}
+	EXPECT_EQ(c.before.kernels, std::vector<std::string>{"6.1.0-57-amd64"});
+	EXPECT_EQ(c.after.kernels, std::vector<std::string>{"6.12.9-pinmatrix"});
+	EXPECT_FALSE(c.kernels_per_row());
+	EXPECT_EQ(c.exit_code(), 0);
+
+	temp_dir dir;
+	const auto old_run = save_run(dir, "old", old_doc), new_run = save_run(dir, "new", new_doc);
+	for (const char *format : formats) {
+		auto r = run_pinmatrix(compare_command(old_run, new_run, format));
+		EXPECT_EQ(r.exit_code, 0) << format << "\n" << r.output;
+		const char *verdict = std::string(format) == "json" ? "\"regressions\": 0" : "no verdict regression";
+		EXPECT_NE(r.output.find(verdict), std::string::npos) << format << "\n" << r.output;
+		EXPECT_NE(r.output.find("6.12.9-pinmatrix"), std::string::npos) << format << "\n" << r.output;
+	}
+	const auto text = run_pinmatrix(compare_command(old_run, new_run)).output;
+	EXPECT_NE(text.find("kernel 6.1.0-57-amd64: pass"), std::string::npos) << text;
+	EXPECT_NE(text.find("kernel 6.12.9-pinmatrix: pass"), std::string::npos) << text;
+	EXPECT_NE(text.find("none: all " + std::to_string(c.cases.size()) + " cases have the same verdict"),
+		  std::string::npos) << text;
+}
+
+TEST(ReportCompareKernels, RegressionOnTheNewKernelExitsOneInEveryFormat)
+{
+	json worse = on_kernel(sample_run(), "6.12.9-pinmatrix");
+	record(worse, "B")["verdict"] = "fail";
+	record(worse, "B")["reason"] = "registration returned ok, expected ENOMEM";
+	temp_dir dir;
+	const auto old_run = save_run(dir, "old", sample_run()), new_run = save_run(dir, "new", worse);
+	for (const char *format : formats) {
+		auto r = run_pinmatrix(compare_command(old_run, new_run, format));
+		EXPECT_EQ(r.exit_code, 1) << format << "\n" << r.output;
+		if (std::string(format) != "json") {
+			EXPECT_NE(r.output.find("1 verdict regression (B): exit 1"), std::string::npos)
+				<< format << "\n" << r.output;
+		}
+	}
+	int exit_code = -1;
+	const json doc = compare_json(old_run, new_run, &exit_code);
+	EXPECT_EQ(exit_code, 1);
+	EXPECT_EQ(doc["regressions"], 1);
+	EXPECT_EQ(doc["exit_code"], 1);
+	for (const auto &r : doc["cases"])
+		EXPECT_EQ(r["regression"], r["id"] == "B") << r.dump();
+}
+
+TEST(ReportCompareKernels, CaseMissingOnTheNewKernelIsARegression)
+{
+	json fewer = on_kernel(sample_run(), "6.12.9-pinmatrix");
+	const std::string gone = fewer["cases"].back()["id"];
+	fewer["cases"].erase(fewer["cases"].end() - 1);
+	const auto c = compare_results(sample_run(), fewer);
+	EXPECT_EQ(c.regressions(), 1);
+	EXPECT_EQ(c.cases.back().label, gone);
+	EXPECT_EQ(c.cases.back().change, verdict_change::disappeared);
+	temp_dir dir;
+	const auto old_run = save_run(dir, "old", sample_run()), new_run = save_run(dir, "new", fewer);
+	for (const char *format : formats) {
+		auto r = run_pinmatrix(compare_command(old_run, new_run, format));
+		EXPECT_EQ(r.exit_code, 1) << format << "\n" << r.output;
+		EXPECT_NE(r.output.find(gone), std::string::npos) << format << "\n" << r.output;
+	}
+	EXPECT_NE(run_pinmatrix(compare_command(old_run, new_run)).output.find("REGRESSION (case missing)"),
+		  std::string::npos);
+}
+
+// A matrix run (one kernel, two boots) before and after the kernel update:
+// every case pairs with the same boot's, whatever the release.
+TEST(ReportCompareKernels, MergedRunsOfOneKernelEachSide)
+{
+	const json old_doc = merged_run({{"debian", "6.1.0-57-amd64"}});
+	const json new_doc = merged_run({{"debian", "6.12.9-pinmatrix"}});
+	const auto c = compare_results(old_doc, new_doc);
+	ASSERT_EQ(c.cases.size(), old_doc["cases"].size());
+	for (const auto &cc : c.cases) {
+		EXPECT_EQ(cc.change, verdict_change::unchanged) << cc.label;
+		ASSERT_TRUE(cc.kernel_before && cc.kernel_after) << cc.label;
+		EXPECT_EQ(cc.kernel_before->boot, cc.kernel_after->boot) << cc.label;
+		EXPECT_EQ(cc.kernel_after->release, "6.12.9-pinmatrix");
+	}
+	EXPECT_TRUE(c.kernels_per_row());
+	EXPECT_EQ(c.exit_code(), 0);
+
+	// One boot each side, other names and boots: matched all the same.
+	const auto single = compare_results(merged_run({{"debian", "6.1.0-57-amd64"}}, {"movable"}),
+					    merged_run({{"build", "6.12.9-pinmatrix"}}, {"cma"}));
+	EXPECT_EQ(single.cases.size(), sample_run()["cases"].size());
+	EXPECT_EQ(single.regressions(), 0);
+	EXPECT_FALSE(single.kernels_per_row());
+
+	temp_dir dir;
+	auto r = run_pinmatrix(compare_command(save_run(dir, "old", old_doc), save_run(dir, "new", new_doc)));
+	EXPECT_EQ(r.exit_code, 0) << r.output;
+	EXPECT_NE(r.output.find("debian 6.1.0-57-amd64 (cma) -> debian 6.12.9-pinmatrix (cma)"), std::string::npos)
+		<< r.output;
+}
+
+// Several kernels a side: each pairs with the same matrix kernel's (and
+// boot's), else in kernel-series order.
+TEST(ReportCompareKernels, SeveralKernelsPairByNameThenInSeriesOrder)
+{
+	const json old_doc = merged_run({{"lts", "6.1.0-57-amd64"}, {"stable", "6.12.9"}});
+	auto releases_paired = [&](const json &new_doc) {
+		const auto c = compare_results(old_doc, new_doc);
+		EXPECT_EQ(c.regressions(), 0);
+		EXPECT_EQ(c.cases.size(), old_doc["cases"].size());
+		EXPECT_EQ(row(c, "B", "6.12.9").kernel_before->release, "6.1.0-57-amd64");
+		EXPECT_EQ(row(c, "B", "7.2.0").kernel_before->release, "6.12.9");
+		EXPECT_EQ(row(c, "B", "7.2.0").kernel_before->boot, row(c, "B", "7.2.0").kernel_after->boot);
+	};
+	releases_paired(merged_run({{"lts", "6.12.9"}, {"stable", "7.2.0"}}));
+	// Other names, and in the other order in the file: by series.
+	releases_paired(merged_run({{"next", "7.2.0"}, {"current", "6.12.9"}}));
+	// The same name goes first: debian moved on to 7.2, "cma" stayed on 6.12.
+	const auto by_name = compare_results(merged_run({{"debian", "6.1.0-57-amd64"}, {"cma", "6.12.9"}}),
+					     merged_run({{"cma", "6.12.9"}, {"debian", "7.2.0"}}));
+	EXPECT_EQ(row(by_name, "A", "7.2.0").kernel_before->name, "debian");
+	EXPECT_EQ(row(by_name, "A", "6.12.9").kernel_before->name, "cma");
+
+	// A kernel NEW no longer runs: its cases are missing.
+	const auto fewer = compare_results(old_doc, merged_run({{"stable", "7.2.0"}}));
+	EXPECT_EQ(fewer.regressions(), int(old_doc["cases"].size() / 2));
+	EXPECT_EQ(row(fewer, "A", "7.2.0").kernel_before->name, "stable");
+}
+
+TEST(ReportCompareKernels, JsonHasEveryRowAndItsFields)
+{
+	json worse = on_kernel(sample_run(), "6.12.9-pinmatrix");
+	record(worse, "B")["verdict"] = "fail";
+	temp_dir dir;
+	const json old_doc = sample_run();
+	const json doc = compare_json(save_run(dir, "old", old_doc), save_run(dir, "new", worse));
+	EXPECT_EQ(doc["schema"], "pinmatrix-compare/1");
+	EXPECT_EQ(doc["old"]["kernels"], json::array({"6.1.0-57-amd64"}));
+	EXPECT_EQ(doc["new"]["kernels"], json::array({"6.12.9-pinmatrix"}));
+	EXPECT_EQ(doc["new"]["fail"], 1);
+	ASSERT_EQ(doc["cases"].size(), old_doc["cases"].size());
+	for (size_t i = 0; i < doc["cases"].size(); i++) {
+		const json &r = doc["cases"][i], &c = old_doc["cases"][i];
+		EXPECT_EQ(r["id"], c["id"]);
+		EXPECT_EQ(r["suite"], "pin");
+		EXPECT_EQ(r["placement"], c["placement"]);
+		EXPECT_EQ(r["old"]["verdict"], "pass");
+		EXPECT_EQ(r["new"]["verdict"], r["id"] == "B" ? "fail" : "pass");
+		EXPECT_EQ(r["old"]["kernel"], "6.1.0-57-amd64 movablecore=512M");
+		EXPECT_EQ(r["new"]["kernel"], "6.12.9-pinmatrix movablecore=512M");
+		EXPECT_EQ(r["change"], r["id"] == "B" ? "regression" : "unchanged");
+		EXPECT_TRUE(r["detail"].is_string());
+		EXPECT_EQ(r["old"]["latency"]["median_ns"], c["latency_ns"]);
+		EXPECT_EQ(r["old"]["latency"]["n"], 1);
+		EXPECT_NEAR(r["median_change_pct"].get<double>(), 0, 1e-9);
+	}
+	EXPECT_TRUE(doc["benchmarks"]["rows"].empty());
+
+	// Another suite's records: the suite from the record, else the id.
+	const json other = compare_json(save_run(dir, "a", run_with_another_suite()),
+					save_run(dir, "b", run_with_another_suite()));
+	for (const auto &r : other["cases"])
+		EXPECT_EQ(r["suite"], std::string(r["id"]).rfind("ualink/", 0) == 0 ? "ualink" : "pin") << r.dump();
+}
+
+TEST(ReportCompareKernels, MarkdownHasATableRowPerCase)
+{
+	json worse = on_kernel(sample_run(), "6.12.9-pinmatrix");
+	record(worse, "B")["verdict"] = "fail";
+	temp_dir dir;
+	const auto r =
+		run_pinmatrix(compare_command(save_run(dir, "old", sample_run()), save_run(dir, "new", worse), "md"));
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	for (const auto &c : sample_run()["cases"]) {
+		const std::string start = "\n| " + c["id"].get<std::string>() + " | pin | " +
+					  c["placement"].get<std::string>() + " | PASS | " +
+					  (c["id"] == "B" ? "FAIL | **REGRESSION** |" : "PASS | unchanged |");
+		EXPECT_NE(r.output.find(start), std::string::npos) << start << "\n" << r.output;
+	}
+	EXPECT_NE(r.output.find("| old | "), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("| 6.12.9-pinmatrix | 9 | 1 | 0 | 0 |"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"), std::string::npos)
+		<< r.output;
+}
+
+// A bad --format is told before either run is read, and nothing is written.
+TEST(ReportCompareKernels, BadFormatIsAUsageError)
+{
+	temp_dir dir;
+	const auto good = save_run(dir, "good", sample_run());
+	for (const std::string &args :
+	     {compare_command(good, good, "yaml"), compare_command(dir / "nonexistent", dir / "nonexistent", "yaml")}) {
+		auto r = run_pinmatrix(args);
+		EXPECT_EQ(r.exit_code, 2) << r.output;
+		EXPECT_EQ(r.output, "pinmatrix: report --format: 'yaml' is not one of text, md, json\n");
+	}
+	auto alone = run_pinmatrix("report " + shell_quoted(good) + " --format md");
+	EXPECT_EQ(alone.exit_code, 2) << alone.output;
+	EXPECT_NE(alone.output.find("--format goes with --compare"), std::string::npos) << alone.output;
+	const std::vector<std::string> only_the_run = {"good", "good/results.json"};
+	EXPECT_EQ(listing(dir.path()), only_the_run);
 }
 
 TEST(ReportCommand, WritesEveryFormatNextToResults)

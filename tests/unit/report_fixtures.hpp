@@ -81,17 +81,31 @@ inline json run_all_skipped()
 	return doc;
 }
 
-// A matrix run that merged two kernels x two boot placements (issue 3):
+// The same run on another kernel: what a kernel update changes in it.
+inline json on_kernel(json doc, const std::string &release)
+{
+	doc["kernel"]["release"] = release;
+	doc["kernel"]["source"] = "build";
+	doc["kernel"]["version"] = "#1 SMP PREEMPT_DYNAMIC";
+	return doc;
+}
+
+struct matrix_kernel {
+	std::string name, release;	// the matrix file's name, the release it booted
+};
+
+// A matrix run that merged each kernel x each boot placement (issue 3):
 // each record names its kernel and boot; latencies carry several samples.
-inline json run_of_several_kernels()
+inline json merged_run(const std::vector<matrix_kernel> &kernels,
+		       const std::vector<std::string> &boots = {"movable", "cma"})
 {
 	const json one = sample_run();
 	json doc = {{"schema", one["schema"]}, {"groups", json::array()}, {"cases", json::array()}};
 	int k = 0;
-	for (const char *release : {"6.1.0-57-amd64", "6.12.9-pinmatrix"})
-		for (const char *boot : {"movable", "cma"}) {
-			json kernel = {{"name", k < 2 ? "debian" : "build"}, {"release", release}, {"source", "debian"}};
-			json boot_json = {{"placement", boot}, {"append", std::string(boot) + "core=512M"}};
+	for (const auto &[name, release] : kernels)
+		for (const auto &boot : boots) {
+			json kernel = {{"name", name}, {"release", release}, {"source", "debian"}};
+			json boot_json = {{"placement", boot}, {"append", boot + "core=512M"}};
 			doc["groups"].push_back({{"kernel", kernel}, {"boot", boot_json}, {"ended", nullptr}});
 			for (json c : one["cases"]) {
 				c["kernel"] = kernel;
@@ -104,7 +118,15 @@ inline json run_of_several_kernels()
 			}
 			k++;
 		}
-	json &last_b = doc["cases"][doc["cases"].size() - one["cases"].size() + 1];
+	return doc;
+}
+
+// Two kernels x two boot placements, B failing in the last guest.
+inline json run_of_several_kernels()
+{
+	json doc = merged_run({{"debian", "6.1.0-57-amd64"}, {"build", "6.12.9-pinmatrix"}});
+	const size_t per_guest = sample_run()["cases"].size();
+	json &last_b = doc["cases"][doc["cases"].size() - per_guest + 1];
 	last_b["verdict"] = "fail";
 	last_b["reason"] = "registration returned ok, expected ENOMEM";
 	return doc;

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "mapping.hpp"
 #include "placement.hpp"
+#include "proc_pages.hpp"
 #include "results.hpp"
 
 using namespace pinmatrix;
@@ -27,6 +29,16 @@ TEST(Results, ObservationSurvivesTheTripThroughJson)
 	EXPECT_EQ(to_json(back), to_json(o));
 	EXPECT_EQ(back.after_registration->pfn, 0x99u);
 	EXPECT_EQ(back.recovery->latency_ns, 77);
+}
+
+TEST(Results, UnknownPinnabilityStaysUnknown)
+{
+	page_state p;
+	p.placement = "unknown";
+	EXPECT_TRUE(to_json(p)["longterm_pinnable"].is_null());
+	EXPECT_FALSE(page_state_from_json(to_json(p)).longterm_pinnable.has_value());
+	p.longterm_pinnable = false;
+	EXPECT_EQ(page_state_from_json(to_json(p)).longterm_pinnable, false);
 }
 
 TEST(Results, CaseRecordCarriesTheContractFields)
@@ -95,12 +107,49 @@ TEST(Placement, ClassifyFromWhatTheModuleReports)
 	p.zone = PINMATRIX_ZONE_MOVABLE;
 	EXPECT_EQ(classify(p), placement::movable);
 	p.zone = PINMATRIX_ZONE_DMA32;
+	p.migratetype = PINMATRIX_MT_UNKNOWN;
+	// CONFIG_CMA and an unreadable pageblock: it may be CMA.
+	EXPECT_FALSE(classify(p).has_value());
+	EXPECT_EQ(placement_of(p), "unknown");
 	p.migratetype = PINMATRIX_MT_MOVABLE;
+	p.flags |= PINMATRIX_PAGE_PINNABLE_KNOWN | PINMATRIX_PAGE_LONGTERM_PINNABLE;
 	EXPECT_EQ(classify(p), placement::ordinary);
+	EXPECT_EQ(placement_of(p), "ordinary");
 	p.migratetype = PINMATRIX_MT_CMA;
 	EXPECT_EQ(classify(p), placement::cma);
 	p.flags |= PINMATRIX_PAGE_ZERO;
 	EXPECT_FALSE(classify(p).has_value());
+	EXPECT_EQ(placement_of(p), "absent");
 	EXPECT_EQ(parse_placement("movable"), placement::movable);
 	EXPECT_FALSE(parse_placement("Movable").has_value());
+}
+
+TEST(Placement, LongTermPinnableOnlyWhenKnown)
+{
+	pinmatrix_page p{};
+	p.flags = PINMATRIX_PAGE_LONGTERM_PINNABLE | PINMATRIX_PAGE_PINNABLE_KNOWN;
+	EXPECT_FALSE(longterm_pinnable(p).has_value()); // absent
+	p.flags = PINMATRIX_PAGE_PRESENT;
+	EXPECT_FALSE(longterm_pinnable(p).has_value());
+	p.flags |= PINMATRIX_PAGE_PINNABLE_KNOWN;
+	EXPECT_EQ(longterm_pinnable(p), false);
+	p.flags |= PINMATRIX_PAGE_LONGTERM_PINNABLE;
+	EXPECT_EQ(longterm_pinnable(p), true);
+}
+
+TEST(ProcPages, PagemapShowsWhatIsPresent)
+{
+	const size_t ps = page_size();
+	mapping m = mapping::anonymous(4 * ps, false);
+	m.data()[ps] = std::byte{1};
+	m.data()[3 * ps] = std::byte{1};
+	const auto entries = read_pagemap(getpid(), m.addr(), 4);
+	ASSERT_EQ(entries.size(), 4u);
+	EXPECT_FALSE(pagemap_present(entries[0]));
+	EXPECT_TRUE(pagemap_present(entries[1]));
+	EXPECT_FALSE(pagemap_present(entries[2]));
+	EXPECT_TRUE(pagemap_present(entries[3]));
+	EXPECT_FALSE(pagemap_swapped(entries[0]));
+	// Past the end of user space: refused, not zeros.
+	EXPECT_THROW(read_pagemap(getpid(), uint64_t(1) << 63, 1), std::system_error);
 }

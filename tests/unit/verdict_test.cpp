@@ -115,6 +115,15 @@ TEST(Judge, FailsAPageLeftInMovableMemory)
 	EXPECT_NE(r.reason.find("left in movable"), std::string::npos) << r.reason;
 }
 
+TEST(Judge, UnknownPinnabilityIsNoPass)
+{
+	auto o = good_a();
+	o.after_registration->longterm_pinnable.reset();
+	auto r = judge(find("A"), o);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("long-term pinnable unknown"), std::string::npos) << r.reason;
+}
+
 TEST(Judge, FirstPinFailureIsAFail)
 {
 	observation o;
