@@ -55,7 +55,8 @@ public:
 			doc["restricted_placement"] = pinmatrix::name(opt_.restricted);
 			json areas = json::array();
 			for (const auto &a : read_cma_areas())
-				areas.push_back({{"name", a.name}, {"base_pfn", a.base_pfn}, {"count", a.count}});
+				areas.push_back({{"name", a.name}, {"base_pfn", a.base_pfn}, {"count", a.count},
+						 {"source", a.source}});
 			doc["cma_areas"] = areas;
 			run_trace_session(doc);
 			return std::nullopt;

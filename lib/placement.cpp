@@ -2,14 +2,17 @@
 #include "placement.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <array>
 #include <filesystem>
 #include <limits>
+#include <regex>
 #include <sstream>
 #include <vector>
 
 #include "kernel_info.hpp"
+#include "kernel_log.hpp"
 
 #include "sys_error.hpp"
 
@@ -121,22 +124,66 @@ placement detect_restricted_placement()
 	return present.empty() ? placement::ordinary : present.front();
 }
 
-std::vector<cma_area> read_cma_areas()
+namespace {
+
+uint64_t read_number(const std::filesystem::path &file)
+{
+	return std::stoull(read_text_file(file));
+}
+
+// debugfs: cma/<name>/{base_pfn,count}; from 6.19 an area of several
+// ranges has cma/<name>/ranges/<n>/{base_pfn,count} (and the old files
+// for the first one, kept for compatibility).
+std::vector<cma_area> cma_areas_from_debugfs()
 {
 	std::vector<cma_area> areas;
 	std::error_code ec;
 	for (const auto &dir : std::filesystem::directory_iterator("/sys/kernel/debug/cma", ec)) {
-		cma_area a;
-		a.name = dir.path().filename();
-		try {
-			a.base_pfn = std::stoull(read_text_file(dir.path() / "base_pfn"));
-			a.count = std::stoull(read_text_file(dir.path() / "count"));
-		} catch (const std::exception &) {
-			continue;
+		std::vector<std::filesystem::path> ranges;
+		for (const auto &r : std::filesystem::directory_iterator(dir.path() / "ranges", ec))
+			ranges.push_back(r.path());
+		if (ranges.empty())
+			ranges.push_back(dir.path());
+		for (const auto &r : ranges) {
+			try {
+				areas.push_back({dir.path().filename(), read_number(r / "base_pfn"),
+						 read_number(r / "count"), "debugfs " + r.string()});
+			} catch (const std::exception &) {
+			}
 		}
-		areas.push_back(a);
 	}
 	return areas;
+}
+
+// The boot log's "cma: Reserved <N> MiB at <phys>" lines (mm/cma.c prints
+// one per area it reserves), for kernels without CMA_DEBUGFS (Debian's 7.x
+// has CMA_SYSFS only, which names areas but not where they are).
+std::vector<cma_area> cma_areas_from_boot_log()
+{
+	std::vector<cma_area> areas;
+	std::string log;
+	try {
+		log = read_kernel_log();
+	} catch (const std::exception &) {
+		return areas;
+	}
+	static const std::regex line(R"(cma: Reserved (\d+) MiB at (0x[0-9a-fA-F]+))");
+	for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it) {
+		const uint64_t mib = std::stoull((*it)[1]);
+		const uint64_t phys = std::stoull((*it)[2], nullptr, 16);
+		const long page = sysconf(_SC_PAGESIZE);
+		areas.push_back({"reserved at " + (*it)[2].str(), phys / page, (mib << 20) / page,
+				 "kernel log: \"" + it->str() + "\""});
+	}
+	return areas;
+}
+
+} // namespace
+
+std::vector<cma_area> read_cma_areas()
+{
+	auto areas = cma_areas_from_debugfs();
+	return areas.empty() ? cma_areas_from_boot_log() : areas;
 }
 
 std::string cma_area_of(const std::vector<cma_area> &areas, uint64_t pfn)

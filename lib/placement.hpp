@@ -38,12 +38,15 @@ placement detect_restricted_placement();
 // ZONE_MOVABLE and a CMA area, e.g. the "all" boot placement).
 std::vector<placement> restricted_placements();
 
-// CMA areas as debugfs lists them (/sys/kernel/debug/cma/<name>/base_pfn,
-// count): the cross-check for a page whose pageblock says MIGRATE_CMA.
+// CMA areas: the cross-check for a page whose pageblock says MIGRATE_CMA.
+// From debugfs (/sys/kernel/debug/cma/<name>/base_pfn, count, or
+// ranges/<n>/ from 6.19) where the kernel has CMA_DEBUGFS, else from the
+// boot log's "cma: Reserved N MiB at ADDR" lines; `source` says which.
 struct cma_area {
 	std::string name;
 	uint64_t base_pfn = 0;
 	uint64_t count = 0;
+	std::string source;	// "debugfs <dir>" or "kernel log: \"<line>\""
 };
 std::vector<cma_area> read_cma_areas();
 // The area holding pfn, or empty.

@@ -2,6 +2,7 @@
 #include "matrix_file.hpp"
 
 #include <map>
+#include <regex>
 #include <set>
 
 #include <toml++/toml.h>
@@ -126,11 +127,14 @@ private:
 			only_keys(*t, {"source", "abi"}, "[kernels." + name + "]");
 			k.spec = t->contains("abi") ? "debian:" + string_at(*t, "abi") : "debian";
 		} else if (source == "build") {
-			only_keys(*t, {"source", "fragment", "patches"}, "[kernels." + name + "]");
+			only_keys(*t, {"source", "series", "fragment", "patches"}, "[kernels." + name + "]");
 			const fs::path fragment = relative_file(*t, "fragment");
 			if (!fs::is_regular_file(fragment))
 				fail(*t, "fragment " + fragment.string() + " not found");
-			k.spec = "build:" + fragment.string();
+			const std::string series = t->contains("series") ? string_at(*t, "series") : "";
+			if (!series.empty() && !std::regex_match(series, std::regex("[0-9]+\\.[0-9]+")))
+				fail(*t, "series '" + series + "' is not a kernel series such as 6.12");
+			k.spec = (series.empty() ? "build" : "build@" + series) + ":" + fragment.string();
 			for (const auto &p : strings_at(*t, "patches", false)) {
 				fs::path patch = fs::path(p).is_relative() ? dir_ / p : fs::path(p);
 				if (!fs::is_regular_file(patch))

@@ -142,7 +142,7 @@ case_result judge(const case_def &def, const observation &obs)
 						      : "registration moved the page");
 	// MIGRATE_CMA read from the pageblock must agree with the CMA areas.
 	if (obs.before.placement == "cma" && obs.before.cma_area.empty())
-		why.push_back("pageblock says MIGRATE_CMA but no debugfs CMA area holds PFN " +
+		why.push_back("pageblock says MIGRATE_CMA but no CMA area (debugfs or boot log) holds PFN " +
 			      hex(obs.before.pfn));
 	if (!obs.registration_errno) {
 		// Unknown is no evidence that the page left: not a pass.

@@ -5,26 +5,58 @@
 # copied (with their times, so make rebuilds only what changed): no build
 # output ever lands in the source tree.
 #
-# Usage: build-modules.sh KDIR OUT_DIR
+# Usage: build-modules.sh [--root ROOT] KDIR OUT_DIR
+#   --root ROOT: build inside ROOT (a root of the kernel's own Debian suite,
+#   made by kernel-debian.sh when the host's compiler or C library cannot
+#   build against these headers); KDIR is then a path inside ROOT.
 set -euo pipefail
 
 die() { echo "build-modules: ERROR: $*" >&2; exit 1; }
 
-[[ $# -eq 2 ]] || die "usage: $0 KDIR OUT_DIR"
+root=
+if [[ ${1:-} == --root ]]; then
+  [[ $# -ge 2 ]] || die "--root needs a directory"
+  root=$2
+  shift 2
+  [[ -x $root/usr/bin/make ]] || die "$root is not a build root (no usr/bin/make)"
+fi
+[[ $# -eq 2 ]] || die "usage: $0 [--root ROOT] KDIR OUT_DIR"
 kdir=$1
 out=$2
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../kmod" && pwd)
-[[ -f $kdir/Makefile ]] || die "$kdir is not a kernel build directory (no Makefile): install linux-headers-<release> or build the kernel"
+[[ -f $root$kdir/Makefile ]] || die "$root$kdir is not a kernel build directory (no Makefile): install linux-headers-<release> or build the kernel"
 
+# Where make runs: OUT_DIR itself, or a scratch dir inside the root whose
+# modules are copied out afterwards.
+work=$out
+if [[ -n $root ]]; then
+  mkdir -p "$root/tmp"
+  work=$(mktemp -d "$root/tmp/pinmatrix-modules.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+fi
 mkdir -p "$out"
 (cd "$src" && find . \( -name '*.c' -o -name '*.h' -o -name Kbuild -o -name '*.mk' -o -name '*.sh' \) -print0 |
-  xargs -0 cp -p --parents -t "$out")
+  xargs -0 cp -p --parents -t "$work")
+
+# make in the root: /proc mounted (objtool reads it) in a mount namespace
+# of its own, so nothing outlives the build.
+kmake() { # DIR
+  if [[ -z $root ]]; then
+    make -s -C "$kdir" M="$1" modules
+  else
+    unshare --mount --propagation private sh -c \
+      'mount -t proc proc "$1/proc" && exec chroot "$1" make -s -C "$2" M="$3" modules' \
+      sh "$root" "$kdir" "${1#"$root"}"
+  fi
+}
 
 built=0
-for kbuild in "$out"/*/Kbuild; do
+for kbuild in "$work"/*/Kbuild; do
   dir=${kbuild%/Kbuild}
-  echo "build-modules: $(basename "$dir") against $kdir" >&2
-  make -s -C "$kdir" M="$dir" modules >&2 || die "$(basename "$dir") did not build against $kdir"
+  name=$(basename "$dir")
+  echo "build-modules: $name against $root$kdir" >&2
+  kmake "$dir" >&2 || die "$name did not build against $root$kdir"
+  [[ $work == "$out" ]] || { mkdir -p "$out/$name" && cp -p "$dir/$name.ko" "$out/$name/"; }
   built=$((built + 1))
 done
 ((built)) || die "no module sources under $src"

@@ -1,17 +1,21 @@
 #!/bin/bash
-# Build a guest kernel from Debian's linux-source-6.1: `make tinyconfig`, the
-# Kconfig FRAGMENTs merged on top in order (a later one overrides an earlier
-# one), optional patches. Prints the kernel dir, laid out like
-# vm/kernel-debian.sh's, so mkinitramfs.sh and the launcher take either.
+# Build a guest kernel from Debian's linux-source-SERIES (6.1 by default;
+# 6.12 and 7.2 too): `make tinyconfig`, the Kconfig FRAGMENTs merged on top
+# in order (a later one overrides an earlier one), optional patches. Prints
+# the kernel dir, laid out like vm/kernel-debian.sh's, so mkinitramfs.sh and
+# the launcher take either.
 #
-# Usage: kernel-build.sh [--patch FILE]... FRAGMENT... CACHE_DIR
+# Usage: kernel-build.sh [--series S] [--patch FILE]... FRAGMENT... CACHE_DIR
 #   e.g. kernel-build.sh vm/kconfig/pinmatrix.config /var/cache/pinmatrix
-#        kernel-build.sh vm/kconfig/pinmatrix.config vm/kconfig/debug.config \
-#                        /var/cache/pinmatrix
+#        kernel-build.sh --series 6.12 vm/kconfig/pinmatrix.config \
+#                        vm/kconfig/debug.config /var/cache/pinmatrix
 #
-# $CACHE_DIR/kernels/build-<key>/, key = sha256 of the linux-source-6.1
-# package version, each fragment and each patch (in order), first 12 hex
-# (one fragment gives the same key as before fragments could be layered):
+# The source: /usr/src/linux-source-S.tar.xz when the host has the package,
+# else the package downloaded through vm/debian-apt.sh and extracted into
+# $CACHE_DIR/sources/ (never installed).
+# $CACHE_DIR/kernels/build-<key>/, key = sha256 of the source package and
+# version, the compiler's version, this script, each fragment and each
+# patch (in order), first 12 hex:
 #   vmlinuz  vmlinux (ELF, QEMU boots it via PVH)  release  config
 #   modules/ (lib/modules/<release>, depmod'ed)  build/ (the build tree:
 #   make -C DIR/build M=... modules)  patches/ (as applied, in order)
@@ -19,16 +23,16 @@
 # build/ is kept whole: its object files are only ~70 MB of ~1.7 GB.
 set -euo pipefail
 
-pkg=linux-source-6.1
-tarball=/usr/src/$pkg.tar.xz
-
 die() { echo "kernel-build: ERROR: $*" >&2; exit 1; }
 say() { echo "kernel-build: $*" >&2; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
+series=6.1
 patches=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --patch) [[ $# -ge 2 ]] || die "--patch needs a FILE"; patches+=("$2"); shift 2 ;;
+    --series) [[ $# -ge 2 && $2 =~ ^[0-9]+\.[0-9]+$ ]] || die "--series needs a kernel series (6.12)"; series=$2; shift 2 ;;
     -*) die "unknown option '$1' (usage: $0 [--patch FILE]... FRAGMENT... CACHE_DIR)" ;;
     *) break ;;
   esac
@@ -46,20 +50,45 @@ for p in ${patches[@]+"${patches[@]}"}; do
   [[ -f $p && -r $p ]] || die "patch '$p' not found"
 done
 [[ -n $cache ]] || die "empty CACHE_DIR"
-version=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) || true
-[[ -n $version && -f $tarball ]] ||
-  die "$tarball missing (apt-get install $pkg; tools/setup-host installs the build tools)"
+mkdir -p "$cache/kernels"
+cache=$(cd "$cache" && pwd)   # absolute: the guest sees this path via 9p
+pkg=linux-source-$series
+
+# The source tarball and its package version: the host's package if it has
+# it, else the package downloaded and extracted into the cache.
+find_source() {
+  local dl deb
+  tarball=/usr/src/$pkg.tar.xz
+  version=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) || true
+  [[ -n $version && -f $tarball ]] && return 0
+  version=$("$here/debian-apt.sh" "$cache" apt-cache policy "$pkg" | sed -n 's/^ *Candidate: \([0-9].*\)$/\1/p')
+  [[ -n $version ]] || die "no $pkg in bookworm, trixie or unstable"
+  dl=$cache/sources/$pkg-$version
+  tarball=$dl/root/usr/src/$pkg.tar.xz
+  [[ -f $tarball ]] && return 0
+  mkdir -p "$dl/deb"
+  if [[ $EUID -eq 0 ]] && id _apt >/dev/null 2>&1; then chown _apt "$dl/deb"; fi
+  say "downloading $pkg $version"
+  (cd "$dl/deb" && "$here/debian-apt.sh" "$cache" apt-get download "$pkg=$version" >&2) ||
+    die "cannot download $pkg $version"
+  for deb in "$dl"/deb/*.deb; do dpkg-deb -x "$deb" "$dl/root.tmp"; done
+  mv -T "$dl/root.tmp" "$dl/root"
+  rm -rf "$dl/deb"
+  [[ -f $tarball ]] || die "$pkg $version has no usr/src/$pkg.tar.xz"
+}
+find_source
+compiler=$(${CC:-gcc} --version | head -n 1)
 
 fragment_shas=()
 for f in "${fragments[@]}"; do fragment_shas+=("$(sha256sum < "$f" | cut -c1-64)"); done
 key=$({
   echo "$pkg $version"
+  echo "$compiler"
+  sha256sum < "${BASH_SOURCE[0]}"
   printf '%s\n' "${fragment_shas[@]}"
   for p in ${patches[@]+"${patches[@]}"}; do sha256sum < "$p"; done
 } | sha256sum | cut -c1-64)
 
-mkdir -p "$cache/kernels"
-cache=$(cd "$cache" && pwd)   # absolute: the guest sees this path via 9p
 dest=$cache/kernels/build-${key:0:12}
 if [[ -e $dest/.complete ]]; then
   echo "$dest"
@@ -151,6 +180,7 @@ cp "$tree/.config" "$out/config"
 echo "$release" > "$out/release"
 {
   echo "$pkg $version"
+  echo "compiler $compiler"
   for i in "${!fragments[@]}"; do
     echo "fragment ${fragments[$i]##*/} sha256 ${fragment_shas[$i]}"
   done

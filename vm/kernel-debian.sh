@@ -1,15 +1,32 @@
 #!/bin/bash
-# Fetch a stock Debian kernel image package and unpack it into a cache dir
-# usable by mkinitramfs.sh and the QEMU launcher. Prints the kernel dir.
+# Fetch a stock Debian kernel from any suite the private apt configuration
+# knows (vm/debian-apt.sh: bookworm and its security suite, trixie,
+# unstable) and unpack it, with its headers, into a cache dir usable by
+# mkinitramfs.sh, build-modules.sh and the QEMU launcher. Nothing is
+# installed on the host. Prints the kernel dir.
 #
-# Usage: kernel-debian.sh ABI CACHE_DIR      (e.g. ABI=6.1.0-57-amd64)
+# Usage: kernel-debian.sh ABI|SERIES CACHE_DIR
+#   ABI: e.g. 6.12.117+deb12-amd64; SERIES: e.g. 7.2, the newest ABI of it,
+#   or 6.12+deb12, the newest of bookworm's builds of 6.12
 #
 # Layout of $CACHE_DIR/kernels/debian-$ABI/:
-#   vmlinuz  release  config  modules/ (lib/modules/<release>, depmod'ed)  .complete
+#   vmlinuz  release  config  modules/ (lib/modules/<release>, depmod'ed;
+#   modules/build -> the headers)  headers/ (the headers packages, extracted)
+#   kdir (the headers' build directory)  suite  packages (name=version each)
+#   buildroot (only when the host cannot build modules against these
+#   headers: a root of the kernel's own suite made by mmdebstrap, holding
+#   the headers at the same kdir path)  .complete
 #   vmlinux  (only if the kernel supports PVH entry) uncompressed ELF image
+#
+# Packaging handled: one linux-image-<ABI> .deb with /boot/vmlinuz-* and
+# /lib/modules (bookworm, trixie), or a metapackage depending on
+# linux-binary-, linux-modules- and linux-base-<ABI> under /usr/lib/modules
+# (unstable, 7.x); modules may be .ko, .ko.xz or .ko.zst.
 set -euo pipefail
 
 die() { echo "kernel-debian: ERROR: $*" >&2; exit 1; }
+say() { echo "kernel-debian: $*" >&2; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # Find the compressed payload inside a bzImage and unpack it (like the
 # kernel's scripts/extract-vmlinux). Usage: extract_vmlinux BZIMAGE OUT
@@ -19,84 +36,177 @@ extract_vmlinux() {
                '\x28\xb5\x2f\xfd:zstd -dcq'; do
     cmd=${magic#*:}
     command -v "${cmd%% *}" >/dev/null || continue
-    while IFS=: read -r off _; do
+    # Offsets only: `read` rejects the raw magic bytes in a UTF-8 locale.
+    while read -r off; do
       tail -c "+$((off + 1))" "$1" | $cmd > "$2" 2>/dev/null || true
       [[ $(head -c 4 "$2" | od -An -tx1 | tr -d ' ') == 7f454c46 ]] && return 0
-    done < <(LC_ALL=C grep -aboP "${magic%%:*}" "$1")
+    done < <(LC_ALL=C grep -aboP "${magic%%:*}" "$1" | cut -d: -f1)
   done
   rm -f "$2"
   return 1
 }
 
-[[ $# -eq 2 ]] || die "usage: $0 ABI CACHE_DIR"
+[[ $# -eq 2 ]] || die "usage: $0 ABI|SERIES CACHE_DIR"
 abi=$1
 cache=$2
 [[ $abi =~ ^[0-9][A-Za-z0-9.+~-]*$ ]] || die "bad ABI '$abi'"
 [[ -n $cache ]] || die "empty CACHE_DIR"
 mkdir -p "$cache/kernels"
 cache=$(cd "$cache" && pwd)   # absolute: the guest sees this path via 9p
+apt() { "$here/debian-apt.sh" "$cache" "$@"; }
+
+# A series (6.12, 7.2) names the newest amd64 kernel of that series any
+# suite has: a matrix keeps working when Debian moves to the next ABI.
+# SERIES+debN keeps to one release's build of it (6.12+deb12: bookworm's).
+if [[ $abi =~ ^([0-9]+\.[0-9]+)(\+deb[0-9]+)?$ ]]; then
+  series=$abi
+  abi=$(apt apt-cache pkgnames "linux-image-${BASH_REMATCH[1]}." |
+    sed -nE 's/^linux-image-([0-9.]+(\+deb[0-9]+|-[0-9]+)-amd64)$/\1/p' |
+    grep -F -- "${BASH_REMATCH[2]:-}-amd64" | sort -V | tail -n 1) || true
+  [[ -n $abi ]] || die "no linux-image-$series kernel (amd64) in bookworm, trixie or unstable"
+  say "$series is $abi"
+fi
 dest=$cache/kernels/debian-$abi
 
+# .complete names the layout: a dir of an older layout is made again.
+layout=2
 if [[ -e $dest/.complete ]]; then
-  echo "$dest"
-  exit 0
+  if [[ $(<"$dest/.complete") == "layout $layout" ]]; then
+    echo "$dest"
+    exit 0
+  fi
+  say "$dest has an older layout: extracting again"
+  rm -rf "$dest"
 fi
 
-tmp=$(mktemp -d "$cache/kernels/.tmp-debian-$abi.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-# Bookworm ships both a signed and an -unsigned package; either has the same
-# vmlinuz and modules for our purposes, so take whichever apt can find.
-echo "kernel-debian: downloading linux-image-$abi" >&2
-# apt drops privileges to _apt for downloads; let it write there.
-chmod 755 "$tmp"
-mkdir "$tmp/dl"
-if [[ $EUID -eq 0 ]] && id _apt >/dev/null 2>&1; then chown _apt "$tmp/dl"; fi
-download() {
+# The package that has a candidate: signed or -unsigned (same image).
+image_package() {
   local pkg
   for pkg in "linux-image-$abi" "linux-image-$abi-unsigned"; do
-    if (cd "$tmp/dl" && apt-get download "$pkg" >&2); then got=$pkg; return 0; fi
+    [[ $(apt apt-cache policy "$pkg" 2>/dev/null) == *"Candidate: "[0-9]* ]] && { echo "$pkg"; return 0; }
   done
   return 1
 }
-got=
-# Stale or missing package lists are the usual reason a download fails.
-download || { apt-get update -qq >&2 && download; } || true
-[[ -n $got ]] || die "apt-get download failed for linux-image-$abi{,-unsigned}"
-debs=("$tmp"/dl/*.deb)
-[[ ${#debs[@]} -eq 1 && -f ${debs[0]} ]] || die "expected one .deb, got: ${debs[*]}"
 
-echo "kernel-debian: extracting $got" >&2
-dpkg-deb -x "${debs[0]}" "$tmp/root"
+# The suite a package's candidate comes from: "bookworm-security/main" -> bookworm.
+package_suite() {
+  apt apt-cache policy "$1" | awk '/^ +(\*\*\* )?[0-9][^ ]* [0-9]+$/ { getline; print $3; exit }' |
+    sed 's,/.*,,; s,-security$,,; s,-updates$,,'
+}
 
-vmlinuz=("$tmp"/root/boot/vmlinuz-*)
-[[ ${#vmlinuz[@]} -eq 1 && -f ${vmlinuz[0]} ]] || die "no unique boot/vmlinuz-* in $got"
-release=${vmlinuz[0]##*/vmlinuz-}
-moddir=$tmp/root/lib/modules/$release
-[[ -d $moddir ]] || die "no lib/modules/$release in $got"
+# PKG and the dependencies of it that belong to this kernel build (their
+# names carry the version, e.g. linux-modules-7.2.13+deb14-amd64,
+# linux-kbuild-6.12.117+deb12), never another linux-image.
+kernel_packages() {
+  local stem=${abi%-amd64} dep
+  echo "$1"
+  apt apt-cache depends "$1" | sed -n 's/^ *|\?Depends: \([^<>]*\)$/\1/p' | while read -r dep; do
+    [[ $dep == *"$stem"* && $dep != linux-image-* ]] && echo "$dep"
+  done
+}
 
-# The package leaves modules.dep to a postinst hook; generate it ourselves.
-depmod -b "$tmp/root" "$release"
-[[ -s $moddir/modules.dep ]] || die "depmod produced no modules.dep"
+# Downloads PACKAGE... into DIR (apt runs downloads as _apt).
+download() {
+  local dir=$1
+  shift
+  mkdir -p "$dir"
+  if [[ $EUID -eq 0 ]] && id _apt >/dev/null 2>&1; then chown _apt "$dir"; fi
+  (cd "$dir" && apt apt-get download "$@" >&2) || die "apt-get download failed for: $*"
+}
 
+extract_all() { # DIR_OF_DEBS ROOT
+  local deb
+  for deb in "$1"/*.deb; do dpkg-deb -x "$deb" "$2" || die "cannot extract $deb"; done
+}
+
+# The first existing path of the given candidates.
+first_of() { local p; for p in "$@"; do [[ -e $p ]] && { echo "$p"; return 0; }; done; return 1; }
+
+# Whether the host can build modules against KDIR: its compiler is here
+# and its prebuilt kbuild tools run on this C library. Unstable's headers
+# name gcc-16 and need glibc >= 2.38: those build in a root of their own.
+host_can_build() {
+  local kdir=$1 cc
+  cc=$(sed -n 's/^CC = .*)\(gcc[-0-9.]*\)$/\1/p' "$kdir/.kernelvariables" 2>/dev/null)
+  [[ -n $cc ]] || cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^ ]*\) .*/\1/p' "$kdir/.config")
+  command -v "${cc:-gcc}" >/dev/null || { say "the host has no ${cc:-gcc} for $abi's headers"; return 1; }
+  [[ $("$kdir/scripts/basic/fixdep" 2>&1) == Usage* ]] ||
+    { say "$abi's kbuild tools do not run on the host's C library"; return 1; }
+}
+
+# A root of SUITE with the compiler the headers name and the headers
+# themselves installed (inside the root, not on the host).
+make_buildroot() { # SUITE ROOT_DIR HEADERS_DIR
+  local suite=$1 root=$2 kdir=$3 cc
+  local -a sources
+  command -v mmdebstrap >/dev/null || die "mmdebstrap is needed to build modules for $abi (apt-get install mmdebstrap)"
+  mapfile -t sources < <("$here/debian-apt.sh" "$cache" --sources "$suite")
+  cc=$(sed -n 's/^CC = .*)\(gcc[-0-9.]*\)$/\1/p' "$kdir/.kernelvariables")
+  say "making a $suite build root for $abi (mmdebstrap, ${cc:-gcc})"
+  mmdebstrap --quiet --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
+    --include="make,${cc:-gcc},libc6-dev,linux-headers-$abi" "$suite" "$root" "${sources[@]}" >&2 ||
+    die "mmdebstrap of $suite failed"
+  [[ -f $root/usr/src/linux-headers-$abi/Makefile ]] || die "the $suite root has no linux-headers-$abi"
+}
+
+tmp=$(mktemp -d "$cache/kernels/.tmp-debian-$abi.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp"
+
+image=$(image_package) || die "no linux-image-$abi in bookworm, trixie or unstable (vm/debian-apt.sh $cache apt-cache search linux-image)"
+suite=$(package_suite "$image")
+say "$image from $suite"
+mapfile -t image_pkgs < <(kernel_packages "$image")
+download "$tmp/dl-image" "${image_pkgs[@]}"
+extract_all "$tmp/dl-image" "$tmp/root"
+
+vmlinuz=$(first_of "$tmp"/root/boot/vmlinuz-* "$tmp"/root/usr/lib/modules/*/vmlinuz) ||
+  die "no vmlinuz in ${image_pkgs[*]}"
+moddir=$(first_of "$tmp"/root/lib/modules/* "$tmp"/root/usr/lib/modules/*) || die "no modules in ${image_pkgs[*]}"
+release=${moddir##*/}
+config=$(first_of "$tmp/root/boot/config-$release" "$moddir/config") || die "no config in ${image_pkgs[*]}"
+
+# Headers: the headers package and its -common, kbuild and base packages.
+mapfile -t header_pkgs < <(kernel_packages "linux-headers-$abi")
+download "$tmp/dl-headers" "${header_pkgs[@]}"
 out=$tmp/out
 mkdir "$out"
-cp "${vmlinuz[0]}" "$out/vmlinuz"
-cp "$tmp/root/boot/config-$release" "$out/config"
+extract_all "$tmp/dl-headers" "$out/headers"
+kdir=$dest/headers/usr/src/linux-headers-$abi
+[[ -f $out/headers/usr/src/linux-headers-$abi/Makefile ]] || die "no usr/src/linux-headers-$abi in ${header_pkgs[*]}"
+# The flavour's Makefile includes its -common tree by absolute path: point
+# it at the extracted one (its other links are relative).
+sed -i "s|^include /usr/src/|include $dest/headers/usr/src/|" "$out/headers/usr/src/linux-headers-$abi/Makefile"
+
+# The package leaves modules.dep to a postinst hook; generate it ourselves.
+depmod -b "$tmp/root" "$release" 2>/dev/null || depmod -b "$tmp/root/usr" "$release"
+[[ -s $moddir/modules.dep ]] || die "depmod produced no modules.dep"
+
+cp "$vmlinuz" "$out/vmlinuz"
+cp "$config" "$out/config"
 printf '%s\n' "$release" > "$out/release"
+printf '%s\n' "$suite" > "$out/suite"
+printf '%s\n' "$kdir" > "$out/kdir"
+for d in "$tmp"/dl-*/*.deb; do dpkg-deb --show --showformat='${Package}=${Version}\n' "$d"; done > "$out/packages"
 mv "$moddir" "$out/modules"
+rm -f "$out/modules/build" "$out/modules/source"
+ln -s "$kdir" "$out/modules/build"   # the guest sees the cache at the same path
+
+if ! host_can_build "$out/headers/usr/src/linux-headers-$abi"; then
+  make_buildroot "$suite" "$out/buildroot" "$out/headers/usr/src/linux-headers-$abi"
+fi
 # QEMU can boot an uncompressed ELF vmlinux through its PVH entry point,
 # skipping BIOS real-mode setup and in-guest decompression (~3-5 s of a
 # ~10 s TCG boot). Optional: launchers fall back to vmlinuz.
 if grep -qx 'CONFIG_PVH=y' "$out/config"; then
   extract_vmlinux "$out/vmlinuz" "$out/vmlinux" ||
-    echo "kernel-debian: WARNING: could not extract vmlinux; use vmlinuz" >&2
+    say "WARNING: could not extract vmlinux; use vmlinuz"
 fi
-touch "$out/.complete"
+echo "layout $layout" > "$out/.complete"
 
 # Another run may have finished first; keep theirs (it is equivalent).
 if ! mv -T "$out" "$dest" 2>/dev/null; then
   [[ -e $dest/.complete ]] || die "cannot rename into $dest"
 fi
-echo "kernel-debian: ready at $dest" >&2
+say "ready at $dest"
 echo "$dest"

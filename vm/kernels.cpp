@@ -46,6 +46,38 @@ std::string content_hash(const std::string &text)
 	return hash;
 }
 
+// What every guest needs of its kernel, built in or as a module: the
+// initramfs, the host root and the results over 9p on virtio-pci, and
+// Soft-RoCE for the second pin. A kernel lacking any is refused before a
+// boot, with every missing option named.
+struct guest_need {
+	const char *option;
+	const char *why;
+};
+const guest_need guest_needs[] = {
+	{"CONFIG_BLK_DEV_INITRD", "the initramfs"},
+	{"CONFIG_DEVTMPFS", "/dev in the initramfs"},
+	{"CONFIG_TMPFS", "the guest's writable /run and /tmp"},
+	{"CONFIG_VIRTIO_PCI", "QEMU's virtio devices"},
+	{"CONFIG_NET_9P_VIRTIO", "the host root and the results over 9p"},
+	{"CONFIG_9P_FS", "the host root and the results over 9p"},
+	{"CONFIG_RDMA_RXE", "Soft-RoCE (rxe0) for ibv_reg_mr"},
+	{"CONFIG_INFINIBAND_USER_ACCESS", "libibverbs (/dev/infiniband/uverbs*)"},
+};
+
+void check_guest_needs(const guest_kernel &k)
+{
+	std::string missing;
+	for (const auto &n : guest_needs) {
+		const std::string v = kconfig_value(k.config, n.option);
+		if (v != "y" && v != "m")
+			missing += std::string(missing.empty() ? "" : "; ") + n.option + " (" + n.why + ")";
+	}
+	if (!missing.empty())
+		throw unmet_need("kernel '" + k.spec.name + "' (" + k.release +
+				 ") lacks what the guest needs, as =y or =m: " + missing);
+}
+
 } // namespace
 
 const std::vector<named_build> &named_builds()
@@ -101,6 +133,13 @@ kernel_spec parse_kernel_spec(const std::string &text)
 	const auto colon = text.find(':');
 	k.source = text.substr(0, colon);
 	const std::string arg = colon == std::string::npos ? "" : text.substr(colon + 1);
+	// build@SERIES: Debian's linux-source-SERIES (6.1 when not given).
+	if (k.source.rfind("build@", 0) == 0) {
+		k.series = k.source.substr(6);
+		k.source = "build";
+		if (!std::regex_match(k.series, std::regex("[0-9]+\\.[0-9]+")))
+			throw usage_error("kernel '" + text + "': build@SERIES needs a kernel series such as 6.12");
+	}
 	if (k.source == "debian") {
 		k.abi = arg.empty() ? PINMATRIX_DEFAULT_KERNEL : arg;
 		if (!std::regex_match(k.abi, std::regex("[0-9][0-9a-z.+~-]*")))
@@ -141,7 +180,7 @@ kernel_spec parse_kernel_spec(const std::string &text)
 					  (missing.empty() ? std::string("a path") : missing));
 	} else {
 		throw usage_error("kernel '" + text +
-				  "': expected debian[:ABI], build[:NAME|FRAGMENT[+FRAGMENT...]] or image:DIR");
+				  "': expected debian[:ABI], build[@SERIES][:NAME|FRAGMENT[+FRAGMENT...]] or image:DIR");
 	}
 	return k;
 }
@@ -166,6 +205,8 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 			argv = {(source_dir / "vm/kernel-debian.sh").string(), spec.abi, cache.string()};
 		} else {
 			argv = {(source_dir / "vm/kernel-build.sh").string()};
+			if (!spec.series.empty())
+				argv.insert(argv.end(), {"--series", spec.series});
 			for (const auto &p : spec.patches) {
 				if (!fs::is_regular_file(p))
 					throw usage_error("patch " + p.string() + " not found");
@@ -188,29 +229,42 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 	// mapped: a KASAN kernel triple-faults there, so it boots its bzImage.
 	const bool pvh_breaks = kconfig_value(k.config, "CONFIG_KASAN") == "y" && fs::exists(k.dir / "vmlinuz");
 	k.image = fs::exists(k.dir / "vmlinux") && !pvh_breaks ? k.dir / "vmlinux" : k.dir / "vmlinuz";
-	k.kdir = spec.source == "debian" ? fs::path("/usr/src/linux-headers-" + spec.abi) : k.dir / "build";
+	// Debian kernels name their extracted headers (kdir) and, when the host
+	// cannot build against them, a root of their own suite (buildroot/)
+	// that holds the same headers at /usr/src/linux-headers-<ABI>.
+	if (fs::exists(k.dir / "kdir"))
+		k.kdir = trimmed(read_text_file((k.dir / "kdir").string()));
+	else
+		k.kdir = k.dir / "build";
+	if (fs::is_directory(k.dir / "buildroot")) {
+		k.build_root = k.dir / "buildroot";
+		k.kdir = "/usr/src" / k.kdir.filename();
+	}
 	if (k.release.empty())
 		throw unmet_need("kernel '" + spec.name + "': no release in " + k.dir.string());
+	check_guest_needs(k);
 	return k;
 }
 
 fs::path prepare_modules(const guest_kernel &k, const fs::path &cache)
 {
-	if (!fs::exists(k.kdir / "Makefile"))
-		throw unmet_need("no build tree for " + k.release + " at " + k.kdir.string() +
-				 (k.spec.source == "debian" ? " (apt-get install linux-headers-" + k.spec.abi + ")"
-							    : std::string()));
-	std::string sources;
+	const fs::path makefile = k.build_root.string() + (k.kdir / "Makefile").string();
+	if (!fs::exists(makefile))
+		throw unmet_need("no build tree for " + k.release + " at " + makefile.parent_path().string());
+	// Keyed by every file of kmod/ (sources, Kbuild, feature tests) and the
+	// build script: a change to any of them rebuilds.
+	std::string sources = read_text_file((source_dir / "vm/build-modules.sh").string());
 	for (const auto &e : fs::recursive_directory_iterator(source_dir / "kmod"))
-		if (e.is_regular_file() && (e.path().extension() == ".c" || e.path().extension() == ".h" ||
-					    e.path().extension() == ".mk" || e.path().extension() == ".sh" ||
-					    e.path().filename() == "Kbuild"))
+		if (e.is_regular_file())
 			sources += e.path().string() + read_text_file(e.path().string());
 	const fs::path out = cache / "modules" / (k.dir.filename().string() + "-" + content_hash(sources));
 	if (fs::exists(out / ".complete"))
 		return out;
-	auto [rc, ignored] = run_capture({(source_dir / "vm/build-modules.sh").string(), k.kdir.string(),
-					  out.string()});
+	std::vector<std::string> argv = {(source_dir / "vm/build-modules.sh").string()};
+	if (!k.build_root.empty())
+		argv.insert(argv.end(), {"--root", k.build_root.string()});
+	argv.insert(argv.end(), {k.kdir.string(), out.string()});
+	auto [rc, ignored] = run_capture(argv);
 	if (rc)
 		throw unmet_need("the test modules do not build against " + k.release +
 				 " (vm/build-modules.sh exit " + std::to_string(rc) + ")");

@@ -19,10 +19,13 @@ struct kernel_spec {
 	std::string abi;		// debian
 	std::vector<std::filesystem::path> fragments;	// build, in merge order
 	std::vector<std::filesystem::path> patches;	// build
+	std::string series;		// build: linux-source-<series>, "" = 6.1
 	std::filesystem::path image_dir;	// image
 };
 
-// "debian" (the default ABI), "debian:<ABI>", "build" (pinmatrix.config),
+// "debian" (the default ABI), "debian:<ABI>" (bookworm, trixie or unstable),
+// "build" (pinmatrix.config on linux-source-6.1), "build@<series>" (another
+// linux-source, e.g. build@6.12:debug),
 // "build:<name>" (a named build: debug), "build:<fragment>[+<fragment>...]",
 // "image:<dir>". Throws usage_error.
 kernel_spec parse_kernel_spec(const std::string &text);
@@ -40,7 +43,8 @@ struct guest_kernel {
 	std::filesystem::path dir;
 	std::string release;
 	std::filesystem::path image;	// vmlinux (PVH, fast under TCG) or vmlinuz
-	std::filesystem::path kdir;	// build tree for out-of-tree modules
+	std::filesystem::path kdir;	// build tree for out-of-tree modules (inside build_root if set)
+	std::filesystem::path build_root;	// a root to build modules in, or empty: the host
 	std::string config;		// .config text
 	std::string describe() const;	// "debian 6.1.0-57-amd64", "build <hash> (+2 patches)"
 };

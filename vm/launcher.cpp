@@ -754,6 +754,7 @@ int run_matrix_file(const vm_options &opt)
 		json &doc = outcome.doc;
 		label_cases(doc);
 		summarize_into(doc);
+		fs::create_directories(g.out);	// a group refused before its boot has none yet
 		write_json_atomically(g.out / "results.json", doc);
 		write_reports(g.out, doc);
 		json group = {{"kernel", doc["kernel"]},

@@ -21,7 +21,7 @@ release=$(<"$kdir/release")
 mods=$kdir/modules
 [[ -f $mods/modules.dep ]] || die "$mods/modules.dep missing"
 [[ -x /bin/busybox ]] || die "/bin/busybox missing (apt-get install busybox-static)"
-/bin/busybox --list | grep -qx switch_root || die "/bin/busybox lacks switch_root"
+/bin/busybox --list | grep -x switch_root >/dev/null || die "/bin/busybox lacks switch_root"
 [[ -f $here/guest/init ]] || die "$here/guest/init missing"
 
 # Module names treat '-' and '_' alike; key everything by the '_' spelling.
@@ -71,10 +71,17 @@ for applet in $(/bin/busybox --list); do
 done
 
 : > "$root/lib/modules/$release/load-order"
+# Compressed modules (.ko.xz, .ko.zst: Debian's 6.12 and 7.x) are stored
+# decompressed: busybox's insmod loads plain .ko files only.
 for rel in "${order[@]}"; do
   mkdir -p "$root/lib/modules/$release/$(dirname "$rel")"
-  cp "$mods/$rel" "$root/lib/modules/$release/$rel"
-  echo "$rel" >> "$root/lib/modules/$release/load-order"
+  case $rel in
+    *.ko.xz) plain=${rel%.xz}; xz -dc "$mods/$rel" > "$root/lib/modules/$release/$plain" ;;
+    *.ko.zst) plain=${rel%.zst}; zstd -dcq "$mods/$rel" > "$root/lib/modules/$release/$plain" ;;
+    *.ko) plain=$rel; cp "$mods/$rel" "$root/lib/modules/$release/$rel" ;;
+    *) die "module $rel: neither .ko, .ko.xz nor .ko.zst" ;;
+  esac
+  echo "$plain" >> "$root/lib/modules/$release/load-order"
 done
 install -m 0755 "$here/guest/init" "$root/init"
 

@@ -44,6 +44,9 @@ TEST(Cli, BadUsageExitsTwoWithAMessage)
 		{"kernel build --kernel build:nosuch", "no Kconfig fragment at nosuch"},
 		{"kernel build --kernel build:+", "an empty fragment name"},
 		{"kernel build --kernel image:", "image dir"},
+		{"kernel build --kernel build@six", "build@SERIES needs a kernel series"},
+		{"kernel build --kernel build@6.12:nosuch", "NAME one of: debug"},
+		{"vm --out /tmp/x --kernel debian:6.12/../..", "not a Debian kernel ABI name"},
 	};
 	for (const auto &b : bad) {
 		auto r = run_pinmatrix(b.args);

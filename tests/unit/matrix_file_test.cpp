@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -44,21 +46,38 @@ protected:
 
 } // namespace
 
-TEST_F(MatrixFile, DefaultMatrixCoversEveryPlacementOnBothKernels)
+TEST_F(MatrixFile, DefaultMatrixCoversEveryPlacementOnEveryStockKernel)
 {
 	const auto def = load_matrix(fs::path(PINMATRIX_SOURCE_DIR) / "matrix/default.toml");
 	std::set<std::pair<std::string, std::string>> groups;
 	for (const auto &g : def.groups)
 		groups.insert({g.kernel.name, g.placement});
-	for (const char *k : {"debian", "cma"})
+	const std::map<std::string, std::string> specs = {
+		{"debian-6.1", "debian:6.1"}, {"debian-6.12", "debian:6.12+deb12"}, {"debian-7.2", "debian:7.2"}};
+	for (const auto &[k, spec] : specs)
 		for (const auto &b : boot_placements())
 			EXPECT_EQ(groups.count({k, b.name}), b.comparison_only ? 0u : 1u) << k << " " << b.name;
-	for (const auto &g : def.groups) {
-		if (g.kernel.name == "cma") {
-			EXPECT_EQ(g.kernel.spec.rfind("build:", 0), 0u);
-			EXPECT_TRUE(fs::exists(g.kernel.spec.substr(6))) << g.kernel.spec;
-		}
-	}
+	for (const auto &g : def.groups)
+		EXPECT_EQ(g.kernel.spec, specs.at(g.kernel.name)) << "a default kernel that needs a build";
+}
+
+TEST_F(MatrixFile, BuildsMatrixBuildsEachSeriesWithTheFragment)
+{
+	const auto def = load_matrix(fs::path(PINMATRIX_SOURCE_DIR) / "matrix/builds.toml");
+	std::set<std::string> specs;
+	for (const auto &g : def.groups)
+		specs.insert(g.kernel.spec.substr(0, g.kernel.spec.find(':')));
+	EXPECT_EQ(specs, (std::set<std::string>{"build", "build@6.12"}));
+}
+
+TEST_F(MatrixFile, SeriesKeyNamesTheLinuxSource)
+{
+	write("frag.config", "CONFIG_CMA=y\n");
+	const std::string head = "[kernels.k]\nsource = \"build\"\nfragment = \"frag.config\"\n";
+	const std::string run = "[[run]]\nkernel = \"k\"\nplacements = [\"cma\"]\n";
+	const auto def = load_matrix(write("m.toml", head + "series = \"7.2\"\n" + run));
+	EXPECT_EQ(def.groups.at(0).kernel.spec, "build@7.2:" + (dir / "frag.config").string());
+	EXPECT_NE(error_of(head + "series = \"../7\"\n" + run).find("not a kernel series"), std::string::npos);
 }
 
 TEST_F(MatrixFile, RelativePathsAreRelativeToTheFile)
