@@ -10,10 +10,17 @@
 #   guest-nordma     an RDMA device the node does not have (mlx5_0)
 # The last two must end as "cannot run here" in the fleet report, not as a
 # crash. The play runs with --check first (changes nothing), then for real,
-# then again (idempotent: the run is not repeated).
+# then again (idempotent: the run is not repeated). Then a kernel update: the
+# node's work directory is kept (as a disk would keep it; the guest's is
+# tmpfs, so it is saved and put back over ssh), the guest is powered off and
+# booted with another kernel, and a third play must build the module again
+# for the new release, run the matrix again and report the new kernel.
 # Usage: ansible-guest.sh OUT_DIR PINMATRIX_BIN SOURCE_DIR   (exit 77: skipped)
+#   PINMATRIX_FLEET_SECOND_KERNEL: the kernel of the second boot
+#   (default debian:6.12.117+deb12-amd64; any `pinmatrix vm --kernel` value)
 set -euo pipefail
 out=$1 bin=$2 src=$3
+kernel2=${PINMATRIX_FLEET_SECOND_KERNEL:-debian:6.12.117+deb12-amd64}
 [[ $EUID -eq 0 ]] || { echo "SKIP: needs root"; exit 77; }
 for t in qemu-system-x86_64 ansible-playbook ssh ssh-keygen /usr/sbin/sshd; do
   command -v "$t" >/dev/null || { echo "SKIP: $t is not installed (tools/setup-host)"; exit 77; }
@@ -26,36 +33,56 @@ mkdir -p "$out/ssh" "$out/src"
 tar -C "$src" --exclude='./build*' --exclude=./.git --exclude=./ansible/fleet-results -cf - . |
   tar -C "$out/src" -xf -
 ssh-keygen -q -t ed25519 -N '' -C pinmatrix-fleet-test -f "$out/ssh/id_ed25519"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
-"$bin" vm --out "$out/vm" --ssh-port "$port" --ssh-key "$out/ssh/id_ed25519.pub" --timeout 3000 \
-  > "$out/vm.log" 2>&1 &
-vm_pid=$!
+# boot_guest VM_DIR [pinmatrix vm options]: a guest as a managed node on a
+# fresh loopback port; sets vm_dir, vm_pid, port, ssh_opts, known_hosts.
+vm_pid=
+boot_guest() {
+  vm_dir=$1
+  shift
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$bin" vm --out "$vm_dir" --ssh-port "$port" --ssh-key "$out/ssh/id_ed25519.pub" --timeout 3000 "$@" \
+    > "$vm_dir.log" 2>&1 &
+  vm_pid=$!
+  echo "fleet-test: guest booting (${*:-the default kernel}), sshd on 127.0.0.1:$port"
+  local hostkey=$vm_dir/guest/ssh/ssh_host_ed25519_key.pub
+  for _ in $(seq 600); do
+    [[ -s $hostkey ]] && break
+    kill -0 "$vm_pid" 2>/dev/null || { echo "fleet-test: guest ended early"; cat "$vm_dir.log"; exit 1; }
+    sleep 1
+  done
+  [[ -s $hostkey ]] || { echo "fleet-test: no host key from the guest"; exit 1; }
+  echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$hostkey")" > "$out/ssh/known_hosts"
+  ssh_opts=(-i "$out/ssh/id_ed25519" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=yes
+            -o UserKnownHostsFile="$out/ssh/known_hosts" -o ConnectTimeout=10)
+  for _ in $(seq 120); do
+    ssh "${ssh_opts[@]}" root@127.0.0.1 true 2>/dev/null && break
+    sleep 2
+  done
+  ssh "${ssh_opts[@]}" root@127.0.0.1 'echo "fleet-test: ssh into $(uname -r) ok"'
+}
+# The guest powers off when its job sees stop.
 stop_guest() {
-  mkdir -p "$out/vm/guest" && touch "$out/vm/guest/stop"
+  [[ -n $vm_pid ]] || return 0
+  mkdir -p "$vm_dir/guest" && touch "$vm_dir/guest/stop"
   for _ in $(seq 60); do kill -0 "$vm_pid" 2>/dev/null || break; sleep 1; done
   kill "$vm_pid" 2>/dev/null || true   # only the launcher we started; it kills its QEMU
   wait "$vm_pid" 2>/dev/null || true
+  vm_pid=
 }
 trap stop_guest EXIT
+# shellcheck disable=SC2029   # the commands are for the guest's shell
+on_guest() { ssh "${ssh_opts[@]}" root@127.0.0.1 "$@"; }
+# The module is gone from the guest and no pin is left (vmstat counters agree).
+check_unpinned() {
+  # shellcheck disable=SC2016   # expanded in the guest
+  on_guest 'test ! -e /sys/module/pinmatrix &&
+    awk "/^nr_foll_pin_acquired/ {a=\$2} /^nr_foll_pin_released/ {r=\$2} END {print \"pins acquired\", a, \"released\", r; exit a != r}" /proc/vmstat'
+}
 
-echo "fleet-test: guest booting, sshd on 127.0.0.1:$port"
-hostkey=$out/vm/guest/ssh/ssh_host_ed25519_key.pub
-for _ in $(seq 600); do
-  [[ -s $hostkey ]] && break
-  kill -0 "$vm_pid" 2>/dev/null || { echo "fleet-test: guest ended early"; cat "$out/vm.log"; exit 1; }
-  sleep 1
-done
-[[ -s $hostkey ]] || { echo "fleet-test: no host key from the guest"; exit 1; }
-echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$hostkey")" > "$out/ssh/known_hosts"
-ssh_opts=(-i "$out/ssh/id_ed25519" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=yes
-          -o UserKnownHostsFile="$out/ssh/known_hosts" -o ConnectTimeout=10)
-for _ in $(seq 120); do
-  ssh "${ssh_opts[@]}" root@127.0.0.1 true 2>/dev/null && break
-  sleep 2
-done
-ssh "${ssh_opts[@]}" root@127.0.0.1 'echo "fleet-test: ssh into $(uname -r) ok"'
+boot_guest "$out/vm"
 
+write_inventory() {
 cat > "$out/inventory.yml" <<INV
 pinmatrix_nodes:
   vars:
@@ -84,6 +111,8 @@ pinmatrix_nodes:
     guest-nordma:
       pinmatrix_rdma_device: mlx5_0
 INV
+}
+write_inventory
 
 export ANSIBLE_CONFIG=$out/src/ansible/ansible.cfg ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 play() { ansible-playbook -i "$out/inventory.yml" "$out/src/ansible/site.yml" "$@"; }
@@ -106,7 +135,10 @@ echo "fleet-test: playbook wall time ${wall} s"
 results=$out/fleet-results/nodes/guest/results.json
 mtime=$(stat -c %Y "$results")
 echo "fleet-test: ansible-playbook again (idempotent)"
+ta=$(date +%s.%N)
 play > "$out/play-again.log" 2>&1 || { cat "$out/play-again.log"; exit 1; }
+tb=$(date +%s.%N)
+wall_again=$(python3 -c "print(f'{$tb - $ta:.1f}')")
 grep -A8 'PLAY RECAP' "$out/play-again.log"
 grep -q 'TASK \[run : Run pinmatrix' "$out/play-again.log"
 [[ $(stat -c %Y "$out/fleet-results/nodes/guest/results.json") == "$mtime" ]] ||
@@ -143,7 +175,113 @@ if bad:
     sys.exit(1)
 print("fleet-test: fleet report checked")
 PY
-# The module is gone from the guest and no pin is left (vmstat counters agree).
-ssh "${ssh_opts[@]}" root@127.0.0.1 'test ! -e /sys/module/pinmatrix &&
-  awk "/^nr_foll_pin_acquired/ {a=\$2} /^nr_foll_pin_released/ {r=\$2} END {print \"pins acquired\", a, \"released\", r; exit a != r}" /proc/vmstat'
-echo "fleet-test: PASS (playbook ${wall} s)"
+check_unpinned
+
+# --- A kernel update: the same node, its work directory kept, another kernel.
+rel1=$(on_guest uname -r)
+echo "$rel1" > "$out/kernel-1"
+# The guest's scratch is tmpfs: what a node's disk keeps across the reboot
+# is saved here and put back after the second boot.
+on_guest 'cd /run/tmp && tar -cf - pinmatrix-*' > "$out/node-disk.tar"
+cp "$results" "$out/results-kernel-1.json"
+stop_guest
+echo "fleet-test: guest powered off; booting $kernel2"
+boot_guest "$out/vm-2" --kernel "$kernel2"
+on_guest 'mkdir -p /run/tmp && tar -C /run/tmp -xf -' < "$out/node-disk.tar"
+rel2=$(on_guest uname -r)
+echo "$rel2" > "$out/kernel-2"
+[[ $rel2 != "$rel1" ]] || { echo "fleet-test: the second boot runs $rel1 again"; exit 1; }
+write_inventory
+
+echo "fleet-test: ansible-playbook after the kernel update ($rel1 -> $rel2)"
+t2=$(date +%s.%N)
+play > "$out/play-kernel-2.log" 2>&1 || { cat "$out/play-kernel-2.log"; exit 1; }
+t3=$(date +%s.%N)
+wall3=$(python3 -c "print(f'{$t3 - $t2:.1f}')")
+grep -A8 'PLAY RECAP' "$out/play-kernel-2.log"
+! grep -E 'failed=[1-9]|rescued=[1-9]|unreachable=[1-9]' "$out/play-kernel-2.log" ||
+  { cat "$out/play-kernel-2.log"; exit 1; }
+# On the node: this kernel's module next to the first kernel's, each with
+# its own release in vermagic; this kernel's run directory with results.
+on_guest "set -e; cd /run/tmp/pinmatrix-guest
+  for r in '$rel1' '$rel2'; do
+    ko=\$(ls src-*/kmod-\$r/pinmatrix/pinmatrix.ko)
+    echo \"\$ko: \$(modinfo -F vermagic \"\$ko\")\"
+  done
+  ls runs/*/*/results.json" > "$out/node-after-kernel-2.txt"
+cat "$out/node-after-kernel-2.txt"
+cat "$out/fleet-results/report/fleet.md"
+python3 - "$out" "$rel1" "$rel2" "$wall" "$wall_again" "$wall3" <<'PY'
+import json, os, re, sys
+out, rel1, rel2 = sys.argv[1:4]
+walls = dict(zip(("first", "again", "kernel-2"), sys.argv[4:7]))
+bad = []
+def want(cond, what):
+    if not cond:
+        bad.append(what)
+def load(*p):
+    return json.load(open(os.path.join(out, *p)))
+
+# Which tasks changed something on the real node in the third play.
+changed, task = [], None
+for line in open(os.path.join(out, "play-kernel-2.log")):
+    m = re.match(r"TASK \[(.*)\] \*+", line)
+    if m:
+        task = m.group(1)
+    elif re.match(r"changed: \[guest(\]| ->)", line) and task not in changed:
+        changed.append(task)
+print("fleet-test: third play changed on guest:", "; ".join(changed) or "nothing")
+for t in ("build : Copy the module sources for this kernel's build (outputs never beside the sources)",
+          "build : Build the module against the running kernel's headers",
+          "run : Run pinmatrix (bounded by pinmatrix_run_timeout)"):
+    want(t in changed, "changed in the third play: " + t)
+# The sources did not change: kept from the first kernel, not unpacked again.
+want("build : Unpack the sources" not in changed, "the sources were unpacked again")
+
+# The module: a new .ko for the new release beside the old one.
+node = open(os.path.join(out, "node-after-kernel-2.txt")).read()
+for r in (rel1, rel2):
+    want(re.search(r"/kmod-%s/pinmatrix/pinmatrix\.ko: %s " % (re.escape(r), re.escape(r)), node),
+         "a pinmatrix.ko with vermagic %s in kmod-%s/" % (r, r))
+want(re.search(r"^runs/%s/[^/]+/results\.json$" % re.escape(rel2), node, re.M), "runs/%s/.../results.json" % rel2)
+want(re.search(r"^runs/%s/[^/]+/results\.json$" % re.escape(rel1), node, re.M), "runs/%s/ kept" % rel1)
+
+# Collected: this kernel's results, facts and status.
+old, new = load("results-kernel-1.json"), load("fleet-results", "nodes", "guest", "results.json")
+want(old["kernel"]["release"] == rel1, "first results on " + rel1)
+want(new["kernel"]["release"] == rel2, "collected results on %s (got %s)" % (rel2, new["kernel"]["release"]))
+want(new != old, "a new results.json")
+want(load("fleet-results", "nodes", "guest", "facts.json")["kernel_release"] == rel2, "facts.json names " + rel2)
+status = load("fleet-results", "nodes", "guest", "status.json")
+want(status["state"] == "ran" and status["kernel_release"] == rel2, "status.json: ran on " + rel2)
+want(str(status["run_rc"]) in ("0", "1", "4"), "status.json: the run ran now (run_rc %r)" % status["run_rc"])
+want("/runs/%s/" % rel2 in (status.get("run_dir") or ""), "status.json run_dir under runs/" + rel2)
+
+# The fleet report: the node's row and its records name the new kernel.
+doc = load("fleet-results", "report", "results.json")
+nodes = {n["node"]: n for n in doc["nodes"]}
+want(nodes["guest"]["state"] == "ran", "guest ran on " + rel2)
+want(nodes["guest"]["facts"]["kernel_release"] == rel2, "report: guest's facts name " + rel2)
+recs = [c for c in doc["cases"] if c["node"] == "guest"]
+want({c["id"] for c in recs} >= set("ABCD"), "report: guest has cases A-D")
+want(all(c["kernel"]["release"] == rel2 for c in recs),
+     "report: guest's records name %s (got %s)" % (rel2, sorted({c["kernel"]["release"] for c in recs})))
+want(all(c["verdict"] in ("pass", "fail") for c in recs), "report: verdicts on %s, not errors" % rel2)
+print("fleet-test: verdicts on %s:" % rel2, ", ".join("%s %s" % (c["id"], c["verdict"]) for c in recs))
+for n in ("guest-noheaders", "guest-nordma"):
+    want(nodes[n]["state"] == "cannot_run" and nodes[n]["facts"]["kernel_release"] == rel2,
+         n + ": cannot_run, facts on " + rel2)
+md = open(os.path.join(out, "fleet-results", "report", "fleet.md")).read()
+section = md.split("\n## guest: ", 1)[-1].split("\n## ", 1)[0]
+want("| kernel | %s |" % rel2 in section, "fleet.md: guest's section names kernel " + rel2)
+stale = [l for l in section.splitlines() if l.startswith(("| kernel |", "| run: module |")) and rel1 in l]
+want(not stale, "fleet.md: guest's section still names %s: %s" % (rel1, stale))
+
+print("fleet-test: play wall times (s):", ", ".join("%s %s" % kv for kv in walls.items()))
+if bad:
+    print("fleet-test: FAILED after the kernel update:", "; ".join(bad))
+    sys.exit(1)
+print("fleet-test: kernel update %s -> %s checked" % (rel1, rel2))
+PY
+check_unpinned
+echo "fleet-test: PASS (plays ${wall} s, again ${wall_again} s, after the kernel update ${wall3} s)"

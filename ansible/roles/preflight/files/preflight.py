@@ -154,6 +154,7 @@ headers = next((c for c in candidates if os.path.isfile(os.path.join(c, "Makefil
 io_uring_disabled = read("/proc/sys/kernel/io_uring_disabled")
 print(json.dumps({
     "kernel_release": release,
+    "kernel_version": platform.version(),
     "machine": machine,
     "cmdline": cmdline,
     "cmdline_params": params,
