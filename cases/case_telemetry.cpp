@@ -238,7 +238,7 @@ case_telemetry::snapshot case_telemetry::take_snapshot(uintptr_t addr, size_t le
 			p.longterm_pinnable = longterm_pinnable(pg);
 			p.maybe_dma_pinned = pg.flags & PINMATRIX_PAGE_MAYBE_DMA_PINNED;
 			p.refcount = pg.refcount;
-			p.cma_area = cma_area_of(areas, pg.pfn);
+			p.cma_area = cma_area_of(areas, pg);
 			for (const auto &pin : pins)
 				if (pin.addr <= p.address && p.address < pin.addr + pin.npages * ps)
 					p.module_pins.push_back(std::string(contract_name(pin.contract)) + " pin #" +

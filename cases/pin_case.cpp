@@ -14,7 +14,7 @@ namespace pinmatrix {
 page_state describe(const pinmatrix_page &page, const std::vector<cma_area> &areas)
 {
 	page_state s;
-	s.cma_area = cma_area_of(areas, page.pfn);
+	s.cma_area = cma_area_of(areas, page);
 	s.pfn = page.pfn;
 	s.placement = placement_of(page);
 	s.zone = zone_name(page.zone);

@@ -76,7 +76,7 @@ public:
 			json areas = json::array();
 			for (const auto &a : read_cma_areas())
 				areas.push_back({{"name", a.name}, {"base_pfn", a.base_pfn}, {"count", a.count},
-						 {"source", a.source}});
+						 {"source", a.source}, {"exact", a.exact}});
 			doc["cma_areas"] = areas;
 			run_trace_session(doc);
 			return std::nullopt;

@@ -208,7 +208,8 @@ std::vector<cma_area> cma_areas_from_pagetypeinfo()
 				areas.push_back({"zone " + z.zone + " CMA pageblocks", z.start_pfn,
 						 z.end_pfn - z.start_pfn,
 						 "/proc/pagetypeinfo: " + w[4 + cma_column] + " MIGRATE_CMA pageblocks in zone " +
-							 z.zone + " (the kernel names no area range: no CMA_DEBUGFS, no address in its boot log)"});
+							 z.zone + " (the kernel names no area range: no CMA_DEBUGFS, no address in its boot log)",
+						 false});
 	}
 	return areas;
 }
@@ -223,12 +224,17 @@ std::vector<cma_area> read_cma_areas()
 	return {};
 }
 
-std::string cma_area_of(const std::vector<cma_area> &areas, uint64_t pfn)
+std::string cma_area_of(const std::vector<cma_area> &areas, uint64_t pfn, bool pageblock_says_cma)
 {
 	for (const auto &a : areas)
-		if (pfn >= a.base_pfn && pfn < a.base_pfn + a.count)
+		if (pfn >= a.base_pfn && pfn < a.base_pfn + a.count && (a.exact || pageblock_says_cma))
 			return a.name;
 	return "";
+}
+
+std::string cma_area_of(const std::vector<cma_area> &areas, const pinmatrix_page &page)
+{
+	return cma_area_of(areas, page.pfn, page.migratetype == PINMATRIX_MT_CMA);
 }
 
 mapping populated_pages(size_t length)

