@@ -108,6 +108,9 @@ int main(int argc, char **argv)
 	vm_cmd->add_option("--append", vm.append, "More kernel command line");
 	vm_cmd->add_option("--memory", vm.memory_mib, "Guest RAM in MiB (default: what the placement needs)")
 		->check(CLI::Range(256, 16384));
+	vm_cmd->add_option("--cpus", vm.cpus, "Guest vCPUs (QEMU -smp, one TCG thread each)")
+		->check(CLI::Range(1, 8))
+		->capture_default_str();
 	vm_cmd->add_option("--timeout", vm.timeout_s, "Seconds from QEMU start to guest power-off")
 		->check(CLI::PositiveNumber)
 		->capture_default_str();

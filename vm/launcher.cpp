@@ -210,6 +210,7 @@ struct group_spec {
 	const boot_placement *boot = nullptr;
 	std::string append;		// extra
 	unsigned memory_mib = 0;
+	unsigned cpus = 1;
 	std::vector<std::string> cases;
 	std::string guest_cmd;
 	std::string fault;
@@ -417,7 +418,7 @@ group_outcome run_group(const group_spec &g)
 	const unsigned memory = g.memory_mib ? g.memory_mib : g.boot->memory_mib;
 	doc = {{"schema", results_schema},
 	       {"kernel", {{"name", g.kernel.name}, {"source", g.kernel.source}}},
-	       {"boot", {{"placement", g.boot->name}, {"append", append}, {"memory_mib", memory}}},
+	       {"boot", {{"placement", g.boot->name}, {"append", append}, {"memory_mib", memory}, {"cpus", g.cpus}}},
 	       {"cases", json::array()}};
 
 	// Kernel, modules, initramfs; then the kernel's config against the
@@ -482,7 +483,7 @@ group_outcome run_group(const group_spec &g)
 		// without it the first getrandom() waited ~1 s for entropy.
 		"qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-cpu", "qemu64,+pdpe1gb,+rdrand",
 		"-m", std::to_string(memory),
-		"-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
+		"-smp", std::to_string(g.cpus), "-nodefaults", "-display", "none", "-no-reboot",
 		"-serial", "file:" + (g.out / "serial.log").string(),
 		"-pidfile", (g.out / "qemu.pid").string(),
 		"-kernel", kernel.image.string(), "-initrd", initrd.string(),
@@ -500,7 +501,8 @@ group_outcome run_group(const group_spec &g)
 	}
 
 	std::cout << "pinmatrix vm: booting " << kernel.describe() << " (" << g.boot->name << ": "
-		  << (append.empty() ? "no extra parameters" : append) << ", " << memory << " MiB, TCG)"
+		  << (append.empty() ? "no extra parameters" : append) << ", " << memory << " MiB, " << g.cpus
+		  << (g.cpus == 1 ? " vCPU" : " vCPUs") << ", TCG)"
 		  << std::endl;
 	const auto t0 = std::chrono::steady_clock::now();
 	std::optional<int> qemu_status;
@@ -536,6 +538,7 @@ group_outcome run_group(const group_spec &g)
 	outcome.kernel_alarms = note_guest_kernel_log(guest_dir, doc);
 	json vm = {{"accel", "tcg"},
 			 {"memory_mib", memory},
+			 {"cpus", g.cpus},
 			 {"cmdline", cmdline},
 			 {"qemu_argv", argv},
 			 {"wall_s", wall_s},
@@ -641,6 +644,7 @@ group_spec base_group(const vm_options &opt)
 	g.guest_cmd = opt.guest_cmd;
 	g.append = opt.append;
 	g.memory_mib = opt.memory_mib;
+	g.cpus = opt.cpus;
 	g.cache = opt.cache;
 	g.first_pin = opt.first_pin;
 	g.second_pin = opt.second_pin;

@@ -21,6 +21,7 @@ struct vm_options {
 	std::string placement = "movable";	// a boot placement (matrix/boot.hpp)
 	std::string append;		// more kernel command line
 	unsigned memory_mib = 0;	// 0: what the placement needs
+	unsigned cpus = 1;		// guest vCPUs (QEMU -smp; TCG runs one thread each)
 	int timeout_s = 300;
 	std::filesystem::path out;
 	std::filesystem::path cache = "/var/cache/pinmatrix";
