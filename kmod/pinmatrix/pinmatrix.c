@@ -9,9 +9,12 @@
  * reference) makes that migration fail. Upstream mm/gup_test.c cannot hold
  * such a first pin across system calls; this module can.
  *
- * Every pin belongs to the file descriptor that took it and is released when
- * that descriptor is closed, also when its process is killed. Pins only ever
- * cover the calling process's own memory (current->mm).
+ * Every pin belongs to the open file that took it and is released by UNPIN
+ * or when the last descriptor of that file is closed, also when its process
+ * is killed. Pins only ever cover the calling process's own memory
+ * (current->mm), and each is charged to that mm's pinned_vm (VmPin), within
+ * RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK, as ib_umem_get() charges
+ * a registration; the charge stays on that mm until the pin is released.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -24,6 +27,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/pageblock-flags.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -54,8 +58,10 @@ struct pm_pin {
 	u32 contract;
 	u32 flags;
 	u64 addr;
-	unsigned long npages;
+	unsigned long npages;	/* asked for: charged */
+	unsigned long npinned;	/* held: what release gives back */
 	struct page **pages;
+	struct mm_struct *mm;	/* charged (pinned_vm), held by mmgrab() */
 };
 
 struct pm_file {
@@ -369,17 +375,51 @@ out_free:
 	return ret;
 }
 
-static void pm_release_pin(struct pm_pin *pin)
+/* Gives back the pages a pin holds and its page array. */
+static void pm_put_pages(struct pm_pin *pin)
 {
 	if (pin->contract == PINMATRIX_CONTRACT_GUP_REF) {
 		unsigned long i;
 
-		for (i = 0; i < pin->npages; i++)
+		for (i = 0; i < pin->npinned; i++)
 			put_page(pin->pages[i]);
 	} else {
-		unpin_user_pages(pin->pages, pin->npages);
+		unpin_user_pages(pin->pages, pin->npinned);
 	}
 	kvfree(pin->pages);
+}
+
+/*
+ * Charges npages to mm's pinned_vm as ib_umem_get() does
+ * (drivers/infiniband/core/umem.c): past RLIMIT_MEMLOCK only with
+ * CAP_IPC_LOCK, else -ENOMEM. Every kind of pin counts: each keeps its
+ * pages from being migrated or freed for as long as it is held.
+ */
+static int pm_charge(struct mm_struct *mm, unsigned long npages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	u64 pinned = atomic64_add_return(npages, &mm->pinned_vm);
+
+	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	mmgrab(mm);
+	return 0;
+}
+
+/* Undoes pm_charge(), on the mm that was charged, whoever releases. */
+static void pm_uncharge(struct mm_struct *mm, unsigned long npages)
+{
+	atomic64_sub(npages, &mm->pinned_vm);
+	mmdrop(mm);
+}
+
+/* Releases a pin that is in no table (or never was). */
+static void pm_release_pin(struct pm_pin *pin)
+{
+	pm_put_pages(pin);
+	pm_uncharge(pin->mm, pin->npages);
 	kfree(pin);
 }
 
@@ -407,16 +447,11 @@ static long pm_take_pages(struct pm_pin *pin)
 	default:
 		return -EINVAL;
 	}
-	if (got < 0) {
-		pin->npages = 0;	/* nothing to release */
-		return got;
-	}
-	if (got < pin->npages) {
-		/* All or nothing: a partial pin would hide which page failed. */
-		pin->npages = got;
-		return -EFAULT;
-	}
-	return 0;
+	if (got < 0)
+		return got;	/* nothing to release */
+	pin->npinned = got;
+	/* All or nothing: a partial pin would hide which page failed. */
+	return got < pin->npages ? -EFAULT : 0;
 }
 
 /* noinline: a task dump should name where the task is stuck. */
@@ -467,8 +502,15 @@ static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 	pin->flags = req.flags;
 	pin->addr = req.addr;
 	pin->npages = req.npages;
+	pin->mm = current->mm;
+	ret = pm_charge(pin->mm, pin->npages);
+	if (ret) {
+		kfree(pin);
+		goto out_unlock;
+	}
 	pin->pages = kvmalloc_array(req.npages, sizeof(*pin->pages), GFP_KERNEL);
 	if (!pin->pages) {
+		pm_uncharge(pin->mm, pin->npages);
 		kfree(pin);
 		ret = -ENOMEM;
 		goto out_unlock;

@@ -88,8 +88,8 @@ struct pinmatrix_info {
 	__u32 abi_version;		/* out: PINMATRIX_ABI_VERSION */
 	__u32 mt_method;		/* out: enum pinmatrix_mt_method */
 	__u32 page_size;		/* out: PAGE_SIZE */
-	__u64 max_pinned_pages;		/* out: per-fd cap (module parameter) */
-	__u64 pinned_pages;		/* out: pages this fd holds now */
+	__u64 max_pinned_pages;		/* out: per-file cap (module parameter) */
+	__u64 pinned_pages;		/* out: pages this file holds now (pins given out) */
 };
 
 /* struct pinmatrix_probe.flags */
@@ -115,13 +115,32 @@ enum pinmatrix_contract {
 /* struct pinmatrix_pin.flags */
 #define PINMATRIX_PIN_WRITE	(1U << 0)	/* FOLL_WRITE */
 
+/*
+ * PINMATRIX_IOC_PIN pins npages of the caller's own memory (current->mm)
+ * and charges them to that mm's pinned_vm (VmPin in /proc/PID/status), as
+ * ib_umem_get() charges a registration: past RLIMIT_MEMLOCK (the caller's
+ * soft limit, in pages) it fails with -ENOMEM unless the caller has
+ * CAP_IPC_LOCK. Every contract is charged. The charge stays on the mm that
+ * pinned until the pin is released (UNPIN, or the last close of the file),
+ * also when the pin is released by another process sharing the file, or
+ * after the pinning process has exited: a file inherited across fork or
+ * passed over a socket is one pin table, and each of its pins is charged to
+ * whichever process took it, under that process's limit.
+ *
+ * Errors: -EINVAL bad size, contract, flags, alignment, or npages 0 or over
+ * INT_MAX; -EFAULT a range or pfns[] that is not user
+ * memory, a page that could not be pinned (nothing is kept), or a fault
+ * writing pfns[] or id; -ENOSPC the file's pins would pass max_pinned_pages
+ * (INFO); -ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK, or no memory;
+ * -EINTR killed while stalled (stall_pin_until_killed).
+ */
 struct pinmatrix_pin {
 	__u32 size;		/* in: sizeof(struct pinmatrix_pin) */
 	__u32 contract;		/* in: enum pinmatrix_contract */
 	__u32 flags;		/* in: PINMATRIX_PIN_* */
-	__u32 id;		/* out: pin id, > 0, valid until UNPIN or close */
+	__u32 id;		/* out: pin id, > 0, valid until UNPIN or last close */
 	__u64 addr;		/* in: page aligned user address */
-	__u64 npages;		/* in: > 0, within the per-fd cap */
+	__u64 npages;		/* in: > 0, within the per-file cap */
 	__u64 pfns;		/* in: user pointer to npages __u64; out: PFNs pinned */
 };
 
