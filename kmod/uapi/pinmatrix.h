@@ -112,6 +112,14 @@ enum pinmatrix_contract {
 	PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM	= 3,	/* ... | FOLL_LONGTERM */
 };
 
+/*
+ * Most pages one PINMATRIX_IOC_PIN may ask for, whatever the per-fd cap
+ * (max_pinned_pages) says: more is -EINVAL, before anything is allocated.
+ * 64 GiB of 4 KiB pages; the module's page array stays far below INT_MAX
+ * bytes, where kvmalloc_array() refuses with a warning.
+ */
+#define PINMATRIX_PIN_MAX_PAGES		0x1000000ULL	/* 1 << 24 */
+
 /* struct pinmatrix_pin.flags */
 #define PINMATRIX_PIN_WRITE	(1U << 0)	/* FOLL_WRITE */
 
@@ -127,12 +135,16 @@ enum pinmatrix_contract {
  * passed over a socket is one pin table, and each of its pins is charged to
  * whichever process took it, under that process's limit.
  *
+ * A PIN waits (in GUP, faults, migration) holding no lock of the file:
+ * other calls on the same file, from other threads or processes, go on,
+ * and SIGKILL ends the wait (-EINTR where the ioctl still returns).
+ *
  * Errors: -EINVAL bad size, contract, flags, alignment, or npages 0 or over
- * INT_MAX; -EFAULT a range or pfns[] that is not user
+ * PINMATRIX_PIN_MAX_PAGES; -EFAULT a range or pfns[] that is not user
  * memory, a page that could not be pinned (nothing is kept), or a fault
  * writing pfns[] or id; -ENOSPC the file's pins would pass max_pinned_pages
  * (INFO); -ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK, or no memory;
- * -EINTR killed while stalled (stall_pin_until_killed).
+ * -EINTR killed while waiting.
  */
 struct pinmatrix_pin {
 	__u32 size;		/* in: sizeof(struct pinmatrix_pin) */
@@ -140,7 +152,7 @@ struct pinmatrix_pin {
 	__u32 flags;		/* in: PINMATRIX_PIN_* */
 	__u32 id;		/* out: pin id, > 0, valid until UNPIN or last close */
 	__u64 addr;		/* in: page aligned user address */
-	__u64 npages;		/* in: > 0, within the per-file cap */
+	__u64 npages;		/* in: 1 .. PINMATRIX_PIN_MAX_PAGES, within the per-file cap */
 	__u64 pfns;		/* in: user pointer to npages __u64; out: PFNs pinned */
 };
 

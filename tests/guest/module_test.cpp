@@ -778,3 +778,132 @@ TEST(ModuleMemlock, AnInheritedFileChargesThePinningProcess)
 	EXPECT_EQ(mine.release(), 0);
 	EXPECT_EQ(vm_pin_kb(), base);
 }
+
+// Locking (issue 13, item 10): a pin that waits in GUP (here on a
+// userfaultfd-registered range that nobody serves) holds no lock that
+// another call on the same file needs, from another thread or another
+// process; and SIGKILL ends each of them, the waiting pin too.
+TEST(ModuleLocking, APinWaitingInGupBlocksNoOtherCallAndSigkillEndsIt)
+{
+	const int64_t outstanding = pins_outstanding();
+	pin_module m = pin_module::open();
+	int report[2];
+	ASSERT_EQ(pipe(report), 0);
+	// Another thread and another process each run every call on the file.
+	auto every_call = [&m](char tag, int fd_out) {
+		auto own = populated_pages(4 * page_size());
+		held_pin p;
+		pinmatrix_info info{};
+		const bool ok = m.try_info(info) == 0 &&
+				m.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, own.addr(), 4, 0, p) == 0 &&
+				m.list().size() == 1 && p.release() == 0;
+		const char c = ok ? tag : 'x';
+		if (write(fd_out, &c, 1) != 1)
+			_exit(2);
+	};
+	child_process stuck;
+	stuck.pid = fork();
+	ASSERT_GE(stuck.pid, 0);
+	if (stuck.pid == 0) {
+		close(report[0]);
+		const int uffd = int(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+		uffdio_api api{};
+		api.api = UFFD_API;
+		if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api))
+			_exit(30);
+		auto region = mapping::anonymous(4 * page_size(), false);
+		uffdio_register reg{};
+		reg.range.start = region.addr();
+		reg.range.len = region.size();
+		reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+		if (ioctl(uffd, UFFDIO_REGISTER, &reg))
+			_exit(31);
+		std::thread([&] {
+			held_pin never;
+			m.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, region.addr(), 4, PINMATRIX_PIN_WRITE, never);
+			_exit(32); // the fault was never served: GUP cannot have returned
+		}).detach();
+		pollfd pfd{uffd, POLLIN, 0};
+		if (poll(&pfd, 1, 10'000) != 1)
+			_exit(33); // no fault pending: the pin is not waiting in GUP
+		every_call('a', report[1]);
+		for (;;)
+			pause();
+	}
+	auto got = [&](int ms) {
+		pollfd p{report[0], POLLIN, 0};
+		char c = 0;
+		return poll(&p, 1, ms) == 1 && read(report[0], &c, 1) == 1 ? c : 0;
+	};
+	// The stuck child reports 'a' only once its pin's fault is pending.
+	const char a = got(20'000);
+	if (a == 0) {
+		int status = reap_within(stuck.pid, 0);
+		if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 30) {
+			stuck.pid = -1;
+			GTEST_SKIP() << "no userfaultfd in this kernel";
+		}
+	}
+	EXPECT_EQ(a, 'a') << "another thread's calls on the file waited for the pin in GUP";
+	// The file's other process, forked once the first waits in GUP.
+	child_process other;
+	other.pid = fork();
+	ASSERT_GE(other.pid, 0);
+	if (other.pid == 0) {
+		close(report[0]);
+		every_call('b', report[1]);
+		for (;;)
+			pause();
+	}
+	EXPECT_EQ(got(20'000), 'b') << "another process's calls on the file waited for the pin in GUP";
+	close(report[0]);
+	close(report[1]);
+	// SIGKILL ends the other process at once, and then the stuck one.
+	ASSERT_EQ(kill(other.pid, SIGKILL), 0);
+	int status = reap_within(other.pid, 5'000);
+	EXPECT_NE(status, -1) << "SIGKILL did not end the other process within 5 s (state "
+			      << task_state(other.pid) << ")";
+	if (status != -1) {
+		other.pid = -1;
+		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	}
+	ASSERT_EQ(kill(stuck.pid, SIGKILL), 0);
+	status = reap_within(stuck.pid, 5'000);
+	EXPECT_NE(status, -1) << "SIGKILL did not end the process whose pin waits in GUP within 5 s (state "
+			      << task_state(stuck.pid) << ")";
+	if (status != -1) {
+		stuck.pid = -1;
+		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+			<< (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : "");
+	}
+	EXPECT_TRUE(m.list().empty());
+	EXPECT_EQ(m.info().pinned_pages, 0u);
+	EXPECT_EQ(pins_outstanding(), outstanding);
+}
+
+// npages is bounded (PINMATRIX_PIN_MAX_PAGES) before anything is allocated:
+// whatever max_pinned_pages says, the page array never reaches the size at
+// which kvmalloc_array() warns (INT_MAX bytes).
+TEST_F(Module, ATooLargePinIsEINVALWhateverTheCap)
+{
+	const std::string param = "/sys/module/pinmatrix/parameters/max_pinned_pages";
+	std::string old;
+	std::ifstream(param) >> old;
+	std::ofstream(param) << (1ULL << 40) << std::flush;
+	struct restore {
+		const std::string &param, &old;
+		~restore() { std::ofstream(param) << old << std::flush; }
+	} restore_cap{param, old};
+	std::vector<uint64_t> pfns(1);
+	for (uint64_t n : {uint64_t(PINMATRIX_PIN_MAX_PAGES + 1), uint64_t(1) << 29, uint64_t(INT32_MAX)}) {
+		SCOPED_TRACE(n);
+		pinmatrix_pin p{};
+		p.size = sizeof(p);
+		p.contract = PINMATRIX_CONTRACT_FOLL_PIN;
+		p.addr = 0x10000; // far from the top: the range itself is valid
+		p.npages = n;
+		p.pfns = reinterpret_cast<uintptr_t>(pfns.data());
+		EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EINVAL);
+	}
+	EXPECT_EQ(module.info().pinned_pages, 0u);
+}
