@@ -9,9 +9,12 @@
  * reference) makes that migration fail. Upstream mm/gup_test.c cannot hold
  * such a first pin across system calls; this module can.
  *
- * Every pin belongs to the file descriptor that took it and is released when
- * that descriptor is closed, also when its process is killed. Pins only ever
- * cover the calling process's own memory (current->mm).
+ * Every pin belongs to the open file that took it and is released by UNPIN
+ * or when the last descriptor of that file is closed, also when its process
+ * is killed. Pins only ever cover the calling process's own memory
+ * (current->mm), and each is charged to that mm's pinned_vm (VmPin), within
+ * RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK, as ib_umem_get() charges
+ * a registration; the charge stays on that mm until the pin is released.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -24,6 +27,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/pageblock-flags.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -53,15 +57,25 @@ struct pm_pin {
 	u32 id;
 	u32 contract;
 	u32 flags;
+	bool pending;		/* in pins[], its id not yet given out: no one's */
 	u64 addr;
-	unsigned long npages;
+	unsigned long npages;	/* asked for: reserved and charged */
+	unsigned long npinned;	/* held: what release gives back */
 	struct page **pages;
+	struct mm_struct *mm;	/* charged (pinned_vm), held by mmgrab() */
 };
 
+/*
+ * The lock is never held across anything that can wait on user space: no
+ * GUP, no fault, no copy to or from user memory, no stall. A PIN reserves
+ * its pages against the cap, charges them and pins them without it, and
+ * takes it only to insert the pin; a wait for it is therefore short.
+ */
 struct pm_file {
-	struct mutex lock;	/* serialises pins[] and pinned_pages */
+	struct mutex lock;	/* serialises pins[], pending and pinned_pages */
 	struct xarray pins;	/* id -> struct pm_pin */
-	unsigned long pinned_pages;
+	unsigned long pinned_pages;	/* of pins given out; read without lock */
+	atomic_long_t reserved_pages;	/* of pins given out or under way: the cap */
 };
 
 /*
@@ -287,9 +301,7 @@ static long pm_ioctl_info(struct pm_file *pf, void __user *arg)
 	info.mt_method = PM_MT_METHOD;
 	info.page_size = PAGE_SIZE;
 	info.max_pinned_pages = READ_ONCE(max_pinned_pages);
-	mutex_lock(&pf->lock);
-	info.pinned_pages = pf->pinned_pages;
-	mutex_unlock(&pf->lock);
+	info.pinned_pages = READ_ONCE(pf->pinned_pages);
 	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
@@ -369,17 +381,52 @@ out_free:
 	return ret;
 }
 
-static void pm_release_pin(struct pm_pin *pin)
+/* Gives back the pages a pin holds and its page array. */
+static void pm_put_pages(struct pm_pin *pin)
 {
 	if (pin->contract == PINMATRIX_CONTRACT_GUP_REF) {
 		unsigned long i;
 
-		for (i = 0; i < pin->npages; i++)
+		for (i = 0; i < pin->npinned; i++)
 			put_page(pin->pages[i]);
 	} else {
-		unpin_user_pages(pin->pages, pin->npages);
+		unpin_user_pages(pin->pages, pin->npinned);
 	}
 	kvfree(pin->pages);
+}
+
+/*
+ * Charges npages to mm's pinned_vm as ib_umem_get() does
+ * (drivers/infiniband/core/umem.c): past RLIMIT_MEMLOCK only with
+ * CAP_IPC_LOCK, else -ENOMEM. Every kind of pin counts: each keeps its
+ * pages from being migrated or freed for as long as it is held.
+ */
+static int pm_charge(struct mm_struct *mm, unsigned long npages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	u64 pinned = atomic64_add_return(npages, &mm->pinned_vm);
+
+	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	mmgrab(mm);
+	return 0;
+}
+
+/* Undoes pm_charge(), on the mm that was charged, whoever releases. */
+static void pm_uncharge(struct mm_struct *mm, unsigned long npages)
+{
+	atomic64_sub(npages, &mm->pinned_vm);
+	mmdrop(mm);
+}
+
+/* Releases a pin that is in no table (or never was). */
+static void pm_release_pin(struct pm_file *pf, struct pm_pin *pin)
+{
+	pm_put_pages(pin);
+	pm_uncharge(pin->mm, pin->npages);
+	atomic_long_sub(pin->npages, &pf->reserved_pages);
 	kfree(pin);
 }
 
@@ -407,16 +454,11 @@ static long pm_take_pages(struct pm_pin *pin)
 	default:
 		return -EINVAL;
 	}
-	if (got < 0) {
-		pin->npages = 0;	/* nothing to release */
-		return got;
-	}
-	if (got < pin->npages) {
-		/* All or nothing: a partial pin would hide which page failed. */
-		pin->npages = got;
-		return -EFAULT;
-	}
-	return 0;
+	if (got < 0)
+		return got;	/* nothing to release */
+	pin->npinned = got;
+	/* All or nothing: a partial pin would hide which page failed. */
+	return got < pin->npages ? -EFAULT : 0;
 }
 
 /* noinline: a task dump should name where the task is stuck. */
@@ -429,13 +471,66 @@ static noinline int pm_stall_until_killed(void)
 	return -EINTR;
 }
 
+/* Writes the pinned PFNs out; a fault there may wait, so no lock is held. */
+static int pm_put_pfns(struct pm_pin *pin, u64 __user *upfns)
+{
+	unsigned long i;
+
+	for (i = 0; i < pin->npages; i++) {
+		if (put_user((u64)page_to_pfn(pin->pages[i]), upfns + i))
+			return -EFAULT;
+		if (i % PROBE_BATCH == PROBE_BATCH - 1) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			cond_resched();
+		}
+	}
+	return 0;
+}
+
+/*
+ * Inserts a pin taken without the lock and gives out its id. Until the id
+ * is written, the pin is pending: UNPIN and LIST do not see it, so that a
+ * fault on the id can still take it back. Returns 0 or -errno; on error
+ * the pin is in no table and the caller releases it.
+ */
+static int pm_insert_pin(struct pm_file *pf, struct pm_pin *pin, u32 __user *uid)
+{
+	int ret;
+
+	ret = mutex_lock_killable(&pf->lock);
+	if (ret)
+		return ret;
+	pin->pending = true;
+	ret = xa_alloc(&pf->pins, &pin->id, pin, xa_limit_31b, GFP_KERNEL);
+	mutex_unlock(&pf->lock);
+	if (ret)
+		return ret;
+
+	ret = put_user(pin->id, uid) ? -EFAULT : 0;
+
+	/* Not killable: the pin must leave the table or be given out. */
+	mutex_lock(&pf->lock);
+	if (ret) {
+		xa_erase(&pf->pins, pin->id);
+	} else {
+		pin->pending = false;
+		WRITE_ONCE(pf->pinned_pages, pf->pinned_pages + pin->npages);
+	}
+	mutex_unlock(&pf->lock);
+	return ret;
+}
+
 static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 {
+	struct pinmatrix_pin __user *uarg = arg;
 	struct pinmatrix_pin req;
 	u64 __user *upfns;
 	struct pm_pin *pin;
-	unsigned long i;
 	long ret;
+
+	/* The page array stays below where kvmalloc_array() warns. */
+	BUILD_BUG_ON(PINMATRIX_PIN_MAX_PAGES * sizeof(struct page *) > INT_MAX);
 
 	ret = pm_copy_args(&req, arg, sizeof(req));
 	if (ret)
@@ -445,65 +540,60 @@ static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 	if (req.contract < PINMATRIX_CONTRACT_GUP_REF ||
 	    req.contract > PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM)
 		return -EINVAL;
-	ret = pm_check_range(req.addr, req.npages, INT_MAX);
+	ret = pm_check_range(req.addr, req.npages, PINMATRIX_PIN_MAX_PAGES);
 	if (ret)
 		return ret;
 	upfns = u64_to_user_ptr(req.pfns);
 	if (!access_ok(upfns, req.npages * sizeof(*upfns)))
 		return -EFAULT;
 
-	mutex_lock(&pf->lock);
-	if (pf->pinned_pages + req.npages > READ_ONCE(max_pinned_pages)) {
+	/* Reserve against the per-file cap first: no lock, nothing waits. */
+	if (atomic_long_add_return(req.npages, &pf->reserved_pages) >
+	    READ_ONCE(max_pinned_pages)) {
 		ret = -ENOSPC;
-		goto out_unlock;
+		goto out_unreserve;
 	}
 
 	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
 	if (!pin) {
 		ret = -ENOMEM;
-		goto out_unlock;
+		goto out_unreserve;
 	}
 	pin->contract = req.contract;
 	pin->flags = req.flags;
 	pin->addr = req.addr;
 	pin->npages = req.npages;
-	pin->pages = kvmalloc_array(req.npages, sizeof(*pin->pages), GFP_KERNEL);
+	pin->mm = current->mm;
+
+	ret = pm_charge(pin->mm, pin->npages);
+	if (ret)
+		goto out_free;
+
+	pin->pages = kvmalloc_array(pin->npages, sizeof(*pin->pages), GFP_KERNEL);
 	if (!pin->pages) {
-		kfree(pin);
 		ret = -ENOMEM;
-		goto out_unlock;
+		goto out_uncharge;
 	}
 
 	ret = pm_take_pages(pin);
 	if (!ret && READ_ONCE(stall_pin_until_killed))
 		ret = pm_stall_until_killed();
+	if (!ret)
+		ret = pm_put_pfns(pin, upfns);
+	if (!ret)
+		ret = pm_insert_pin(pf, pin, &uarg->id);
 	if (ret)
-		goto out_release;
-
-	for (i = 0; i < pin->npages; i++) {
-		if (put_user((u64)page_to_pfn(pin->pages[i]), upfns + i)) {
-			ret = -EFAULT;
-			goto out_release;
-		}
-	}
-
-	ret = xa_alloc(&pf->pins, &pin->id, pin, xa_limit_31b, GFP_KERNEL);
-	if (ret)
-		goto out_release;
-	req.id = pin->id;
-	if (put_user(req.id, &((struct pinmatrix_pin __user *)arg)->id)) {
-		xa_erase(&pf->pins, pin->id);
-		ret = -EFAULT;
-		goto out_release;
-	}
-	pf->pinned_pages += pin->npages;
-	mutex_unlock(&pf->lock);
+		goto out_put_pages;
 	return 0;
 
-out_release:
-	pm_release_pin(pin);
-out_unlock:
-	mutex_unlock(&pf->lock);
+out_put_pages:
+	pm_put_pages(pin);
+out_uncharge:
+	pm_uncharge(pin->mm, pin->npages);
+out_free:
+	kfree(pin);
+out_unreserve:
+	atomic_long_sub(req.npages, &pf->reserved_pages);
 	return ret;
 }
 
@@ -517,23 +607,34 @@ static long pm_ioctl_unpin(struct pm_file *pf, void __user *arg)
 	if (ret)
 		return ret;
 
-	mutex_lock(&pf->lock);
-	pin = req.id ? xa_erase(&pf->pins, req.id) : NULL;
-	if (pin)
-		pf->pinned_pages -= pin->npages;
+	ret = mutex_lock_killable(&pf->lock);
+	if (ret)
+		return ret;
+	pin = req.id ? xa_load(&pf->pins, req.id) : NULL;
+	if (pin && !pin->pending) {
+		xa_erase(&pf->pins, req.id);
+		WRITE_ONCE(pf->pinned_pages, pf->pinned_pages - pin->npages);
+	} else {
+		pin = NULL;
+	}
 	mutex_unlock(&pf->lock);
 	if (!pin)
 		return -ENOENT;
-	pm_release_pin(pin);
+	pm_release_pin(pf, pin);
 	return 0;
 }
+
+/* LIST copies out in batches of this many, each read under the lock. */
+#define LIST_BATCH (PAGE_SIZE / sizeof(struct pinmatrix_pin_info))
 
 static long pm_ioctl_list(struct pm_file *pf, void __user *arg)
 {
 	struct pinmatrix_pin_info __user *uinfo;
+	struct pinmatrix_pin_info *batch;
 	struct pinmatrix_list req;
+	unsigned long id, next = 0;
 	struct pm_pin *pin;
-	unsigned long id;
+	bool more = true;
 	u32 n = 0;
 	int ret;
 
@@ -542,27 +643,47 @@ static long pm_ioctl_list(struct pm_file *pf, void __user *arg)
 		return ret;
 	uinfo = u64_to_user_ptr(req.pins);
 
-	mutex_lock(&pf->lock);
-	xa_for_each(&pf->pins, id, pin) {
-		struct pinmatrix_pin_info info = {
-			.id = pin->id,
-			.contract = pin->contract,
-			.flags = pin->flags,
-			.addr = pin->addr,
-			.npages = pin->npages,
-		};
+	batch = kmalloc_array(LIST_BATCH, sizeof(*batch), GFP_KERNEL);
+	if (!batch)
+		return -ENOMEM;
 
-		if (n < req.count &&
-		    copy_to_user(uinfo + n, &info, sizeof(info))) {
-			ret = -EFAULT;
-			break;
+	/* A pin given out between two batches may or may not be listed. */
+	while (more) {
+		u32 first = n, got = 0;
+
+		ret = mutex_lock_killable(&pf->lock);
+		if (ret)
+			goto out_free;
+		more = false;
+		xa_for_each_start(&pf->pins, id, pin, next) {
+			if (pin->pending)
+				continue;
+			if (n < req.count) {
+				if (got == LIST_BATCH) {
+					more = true;
+					next = id;
+					break;
+				}
+				batch[got++] = (struct pinmatrix_pin_info) {
+					.id = pin->id,
+					.contract = pin->contract,
+					.flags = pin->flags,
+					.addr = pin->addr,
+					.npages = pin->npages,
+				};
+			}
+			n++;
 		}
-		n++;
+		mutex_unlock(&pf->lock);
+		if (got && copy_to_user(uinfo + first, batch, got * sizeof(*batch))) {
+			ret = -EFAULT;
+			goto out_free;
+		}
 	}
-	mutex_unlock(&pf->lock);
-	if (ret)
-		return ret;
-	return put_user(n, &((struct pinmatrix_list __user *)arg)->count);
+	ret = put_user(n, &((struct pinmatrix_list __user *)arg)->count);
+out_free:
+	kfree(batch);
+	return ret;
 }
 
 static long pm_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
@@ -598,6 +719,7 @@ static int pm_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	mutex_init(&pf->lock);
 	xa_init_flags(&pf->pins, XA_FLAGS_ALLOC1);
+	atomic_long_set(&pf->reserved_pages, 0);
 	file->private_data = pf;
 	return 0;
 }
@@ -611,7 +733,7 @@ static int pm_release(struct inode *inode, struct file *file)
 
 	xa_for_each(&pf->pins, id, pin) {
 		xa_erase(&pf->pins, id);
-		pm_release_pin(pin);
+		pm_release_pin(pf, pin);
 	}
 	xa_destroy(&pf->pins);
 	mutex_destroy(&pf->lock);

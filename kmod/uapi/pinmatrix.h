@@ -88,8 +88,8 @@ struct pinmatrix_info {
 	__u32 abi_version;		/* out: PINMATRIX_ABI_VERSION */
 	__u32 mt_method;		/* out: enum pinmatrix_mt_method */
 	__u32 page_size;		/* out: PAGE_SIZE */
-	__u64 max_pinned_pages;		/* out: per-fd cap (module parameter) */
-	__u64 pinned_pages;		/* out: pages this fd holds now */
+	__u64 max_pinned_pages;		/* out: per-file cap (module parameter) */
+	__u64 pinned_pages;		/* out: pages this file holds now (pins given out) */
 };
 
 /* struct pinmatrix_probe.flags */
@@ -112,16 +112,47 @@ enum pinmatrix_contract {
 	PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM	= 3,	/* ... | FOLL_LONGTERM */
 };
 
+/*
+ * Most pages one PINMATRIX_IOC_PIN may ask for, whatever the per-fd cap
+ * (max_pinned_pages) says: more is -EINVAL, before anything is allocated.
+ * 64 GiB of 4 KiB pages; the module's page array stays far below INT_MAX
+ * bytes, where kvmalloc_array() refuses with a warning.
+ */
+#define PINMATRIX_PIN_MAX_PAGES		0x1000000ULL	/* 1 << 24 */
+
 /* struct pinmatrix_pin.flags */
 #define PINMATRIX_PIN_WRITE	(1U << 0)	/* FOLL_WRITE */
 
+/*
+ * PINMATRIX_IOC_PIN pins npages of the caller's own memory (current->mm)
+ * and charges them to that mm's pinned_vm (VmPin in /proc/PID/status), as
+ * ib_umem_get() charges a registration: past RLIMIT_MEMLOCK (the caller's
+ * soft limit, in pages) it fails with -ENOMEM unless the caller has
+ * CAP_IPC_LOCK. Every contract is charged. The charge stays on the mm that
+ * pinned until the pin is released (UNPIN, or the last close of the file),
+ * also when the pin is released by another process sharing the file, or
+ * after the pinning process has exited: a file inherited across fork or
+ * passed over a socket is one pin table, and each of its pins is charged to
+ * whichever process took it, under that process's limit.
+ *
+ * A PIN waits (in GUP, faults, migration) holding no lock of the file:
+ * other calls on the same file, from other threads or processes, go on,
+ * and SIGKILL ends the wait (-EINTR where the ioctl still returns).
+ *
+ * Errors: -EINVAL bad size, contract, flags, alignment, or npages 0 or over
+ * PINMATRIX_PIN_MAX_PAGES; -EFAULT a range or pfns[] that is not user
+ * memory, a page that could not be pinned (nothing is kept), or a fault
+ * writing pfns[] or id; -ENOSPC the file's pins would pass max_pinned_pages
+ * (INFO); -ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK, or no memory;
+ * -EINTR killed while waiting.
+ */
 struct pinmatrix_pin {
 	__u32 size;		/* in: sizeof(struct pinmatrix_pin) */
 	__u32 contract;		/* in: enum pinmatrix_contract */
 	__u32 flags;		/* in: PINMATRIX_PIN_* */
-	__u32 id;		/* out: pin id, > 0, valid until UNPIN or close */
+	__u32 id;		/* out: pin id, > 0, valid until UNPIN or last close */
 	__u64 addr;		/* in: page aligned user address */
-	__u64 npages;		/* in: > 0, within the per-fd cap */
+	__u64 npages;		/* in: 1 .. PINMATRIX_PIN_MAX_PAGES, within the per-file cap */
 	__u64 pfns;		/* in: user pointer to npages __u64; out: PFNs pinned */
 };
 

@@ -5,10 +5,14 @@
 // $PINMATRIX_MODULE when /dev/pinmatrix is absent.
 
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,8 +21,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -539,4 +545,365 @@ TEST(ModuleUnload, APinStuckInTheKernelHoldsTheModuleUntilKilled)
 	EXPECT_EQ(pins_outstanding(), outstanding);
 	ASSERT_EQ(unload_module(), 0) << strerror(errno);
 	EXPECT_FALSE(std::filesystem::exists(module_dir));
+}
+
+// Memlock accounting (issue 13, item 9): every pin is charged to the
+// pinning process's mm->pinned_vm (VmPin) as ib_umem_get() charges a
+// registration, refused past RLIMIT_MEMLOCK without CAP_IPC_LOCK (ENOMEM),
+// and uncharged when it is released (UNPIN or the last close).
+namespace {
+
+// VmPin of /proc/self/status, in kB; -1 when absent.
+long vm_pin_kb()
+{
+	const std::string status = read_text_file("/proc/self/status");
+	const auto at = status.find("\nVmPin:");
+	return at == std::string::npos ? -1 : std::strtol(status.c_str() + at + 7, nullptr, 10);
+}
+
+long pages_kb(size_t n)
+{
+	return long(n * page_size() / 1024);
+}
+
+// CAP_IPC_LOCK in the effective set, through capget/capset (no libcap).
+int set_ipc_lock(bool on)
+{
+	__user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+	__user_cap_data_struct data[2]{};
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	const uint32_t bit = 1u << (CAP_IPC_LOCK % 32);
+	if (on)
+		data[CAP_IPC_LOCK / 32].effective |= bit;
+	else
+		data[CAP_IPC_LOCK / 32].effective &= ~bit;
+	return syscall(SYS_capset, &hdr, data) ? -errno : 0;
+}
+
+// RLIMIT_MEMLOCK (soft) of n pages; 0 or -errno.
+int set_memlock_pages(size_t n)
+{
+	rlimit r{};
+	if (getrlimit(RLIMIT_MEMLOCK, &r))
+		return -errno;
+	r.rlim_cur = n * page_size();
+	return setrlimit(RLIMIT_MEMLOCK, &r) ? -errno : 0;
+}
+
+// PINMATRIX_IOC_PIN on a raw fd: the id, or -errno.
+long raw_pin(int fd, uint32_t contract, uintptr_t addr, size_t npages)
+{
+	std::vector<uint64_t> pfns(npages);
+	pinmatrix_pin p{};
+	p.size = sizeof(p);
+	p.contract = contract;
+	p.addr = addr;
+	p.npages = npages;
+	p.pfns = reinterpret_cast<uintptr_t>(pfns.data());
+	return ::ioctl(fd, PINMATRIX_IOC_PIN, &p) ? -errno : long(p.id);
+}
+
+// Waits up to ms for pid to end: its wait status, or -1 if it still runs.
+int reap_within(pid_t pid, int ms)
+{
+	for (int waited = 0; waited <= ms; waited += 10) {
+		int status = 0;
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return status;
+		usleep(10'000);
+	}
+	return -1;
+}
+
+// What a child's exit code means, for the assertion message.
+std::string child_step(int status, const std::map<int, const char *> &steps)
+{
+	if (!WIFEXITED(status))
+		return "the child ended by signal " + std::to_string(WTERMSIG(status));
+	const auto it = steps.find(WEXITSTATUS(status));
+	return it == steps.end() ? "exit " + std::to_string(WEXITSTATUS(status)) : it->second;
+}
+
+} // namespace
+
+TEST_F(Module, EachPinIsChargedToVmPinUntilReleased)
+{
+	const long base = vm_pin_kb();
+	ASSERT_GE(base, 0) << "no VmPin in /proc/self/status";
+	for (auto contract : {PINMATRIX_CONTRACT_GUP_REF, PINMATRIX_CONTRACT_FOLL_PIN,
+			      PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM}) {
+		SCOPED_TRACE(contract_name(contract));
+		held_pin pin = module.pin(contract, pages.addr(), pages_held);
+		EXPECT_EQ(vm_pin_kb(), base + pages_kb(pages_held));
+		held_pin more = module.pin(contract, pages.addr(), 3);
+		EXPECT_EQ(vm_pin_kb(), base + pages_kb(pages_held + 3));
+		EXPECT_EQ(pin.release(), 0);
+		EXPECT_EQ(vm_pin_kb(), base + pages_kb(3));
+		EXPECT_EQ(more.release(), 0);
+		EXPECT_EQ(vm_pin_kb(), base);
+	}
+	// A refused or failed pin leaves no charge behind.
+	mapping hole = populated_pages(4 * page_size());
+	hole.trim_to(0, 2 * page_size());
+	held_pin none;
+	EXPECT_EQ(module.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, hole.addr(), 4, 0, none), -EFAULT);
+	EXPECT_EQ(vm_pin_kb(), base);
+	// The last close releases what the file still holds, and uncharges it.
+	int fd = ::open(default_device_path, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	EXPECT_GT(raw_pin(fd, PINMATRIX_CONTRACT_FOLL_PIN, pages.addr(), pages_held), 0);
+	EXPECT_GT(raw_pin(fd, PINMATRIX_CONTRACT_GUP_REF, pages.addr(), 5), 0);
+	EXPECT_EQ(vm_pin_kb(), base + pages_kb(pages_held + 5));
+	close(fd);
+	EXPECT_EQ(vm_pin_kb(), base);
+}
+
+TEST(ModuleMemlock, APinPastRlimitMemlockWithoutCapIpcLockIsENOMEM)
+{
+	const pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		try {
+			auto m = pin_module::open();
+			auto buf = populated_pages(16 * page_size());
+			if (set_memlock_pages(8))
+				_exit(10);
+			held_pin a;
+			// CAP_IPC_LOCK (root) may pin past the limit, as ib_umem_get() may.
+			if (m.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, buf.addr(), 12, 0, a) || a.release())
+				_exit(11);
+			if (set_ipc_lock(false))
+				_exit(12);
+			if (m.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, buf.addr(), 8, 0, a))
+				_exit(13);
+			if (vm_pin_kb() != pages_kb(8))
+				_exit(14);
+			for (auto c : {PINMATRIX_CONTRACT_GUP_REF, PINMATRIX_CONTRACT_FOLL_PIN,
+				       PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM}) {
+				held_pin b;
+				if (m.try_pin(c, buf.addr() + 8 * page_size(), 1, 0, b) != -ENOMEM)
+					_exit(15);
+			}
+			if (vm_pin_kb() != pages_kb(8) || m.info().pinned_pages != 8 || m.list().size() != 1)
+				_exit(16);
+			// Within the limit again once the first pin is gone.
+			if (a.release() || vm_pin_kb() != 0)
+				_exit(17);
+			if (m.try_pin(PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM, buf.addr(), 8, 0, a))
+				_exit(18);
+			_exit(0);
+		} catch (...) {
+			_exit(1);
+		}
+	}
+	int status = 0;
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		<< child_step(status, {{1, "an exception in the child"},
+				       {10, "setrlimit(RLIMIT_MEMLOCK) failed"},
+				       {11, "a pin past the limit with CAP_IPC_LOCK was refused"},
+				       {12, "capset: could not drop CAP_IPC_LOCK"},
+				       {13, "a pin within the limit was refused"},
+				       {14, "VmPin is not the 8 pinned pages"},
+				       {15, "a pin past RLIMIT_MEMLOCK without CAP_IPC_LOCK was not ENOMEM"},
+				       {16, "a refused pin changed VmPin, pinned_pages or the list"},
+				       {17, "unpin did not return VmPin to 0"},
+				       {18, "a pin within the limit after an unpin was refused"}});
+}
+
+// A file shared across fork (inherited, or passed over a socket) is one
+// pin table, but each pin is charged to the mm that took it, under that
+// process's own limit; a pin stays charged there until it is released,
+// also when its process exits first (the shared file still holds it).
+TEST(ModuleMemlock, AnInheritedFileChargesThePinningProcess)
+{
+	pin_module m = pin_module::open();
+	mapping buf = populated_pages(pages_held * page_size());
+	const long base = vm_pin_kb();
+	held_pin mine = m.pin(PINMATRIX_CONTRACT_FOLL_PIN, buf.addr(), pages_held);
+	ASSERT_EQ(vm_pin_kb(), base + pages_kb(pages_held));
+	int ready[2], go[2];
+	ASSERT_EQ(pipe(ready), 0);
+	ASSERT_EQ(pipe(go), 0);
+	child_process child;
+	const pid_t pid = child.pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		close(ready[0]);
+		close(go[1]);
+		// The parent's pins are not the child's (fork starts pinned_vm at 0).
+		if (vm_pin_kb() != 0)
+			_exit(20);
+		if (raw_pin(m.fd(), PINMATRIX_CONTRACT_FOLL_PIN, buf.addr(), 4) <= 0 ||
+		    vm_pin_kb() != pages_kb(4))
+			_exit(21);
+		if (set_memlock_pages(2) || set_ipc_lock(false))
+			_exit(22);
+		if (raw_pin(m.fd(), PINMATRIX_CONTRACT_GUP_REF, buf.addr(), 1) != -ENOMEM ||
+		    vm_pin_kb() != pages_kb(4))
+			_exit(23);
+		char c = 'y';
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(24);
+		_exit(0); // with its pin held by the shared file
+	}
+	close(ready[1]);
+	close(go[0]);
+	char c = 0;
+	EXPECT_EQ(read(ready[0], &c, 1), 1);
+	EXPECT_EQ(vm_pin_kb(), base + pages_kb(pages_held)) << "the child's pin was charged to the parent";
+	EXPECT_EQ(write(go[1], &c, 1), 1);
+	close(ready[0]);
+	close(go[1]);
+	int status = 0;
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	child.pid = -1;
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		<< child_step(status, {{20, "the child started with a VmPin"},
+				       {21, "the child's pin through the inherited file was not charged to it"},
+				       {22, "setrlimit or capset failed"},
+				       {23, "the child pinned past its own RLIMIT_MEMLOCK through the inherited file"},
+				       {24, "pipe"}});
+	// The child's pin outlived it in the shared file; releasing it leaves
+	// the parent's charge alone.
+	auto list = m.list();
+	ASSERT_EQ(list.size(), 2u);
+	for (const auto &p : list)
+		if (p.id != mine.id()) {
+			EXPECT_EQ(p.npages, 4u);
+			EXPECT_EQ(m.try_unpin(p.id), 0);
+		}
+	EXPECT_EQ(vm_pin_kb(), base + pages_kb(pages_held));
+	EXPECT_EQ(mine.release(), 0);
+	EXPECT_EQ(vm_pin_kb(), base);
+}
+
+// Locking (issue 13, item 10): a pin that waits in GUP (here on a
+// userfaultfd-registered range that nobody serves) holds no lock that
+// another call on the same file needs, from another thread or another
+// process; and SIGKILL ends each of them, the waiting pin too.
+TEST(ModuleLocking, APinWaitingInGupBlocksNoOtherCallAndSigkillEndsIt)
+{
+	const int64_t outstanding = pins_outstanding();
+	pin_module m = pin_module::open();
+	int report[2];
+	ASSERT_EQ(pipe(report), 0);
+	// Another thread and another process each run every call on the file.
+	auto every_call = [&m](char tag, int fd_out) {
+		auto own = populated_pages(4 * page_size());
+		held_pin p;
+		pinmatrix_info info{};
+		const bool ok = m.try_info(info) == 0 &&
+				m.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, own.addr(), 4, 0, p) == 0 &&
+				m.list().size() == 1 && p.release() == 0;
+		const char c = ok ? tag : 'x';
+		if (write(fd_out, &c, 1) != 1)
+			_exit(2);
+	};
+	child_process stuck;
+	stuck.pid = fork();
+	ASSERT_GE(stuck.pid, 0);
+	if (stuck.pid == 0) {
+		close(report[0]);
+		const int uffd = int(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+		uffdio_api api{};
+		api.api = UFFD_API;
+		if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api))
+			_exit(30);
+		auto region = mapping::anonymous(4 * page_size(), false);
+		uffdio_register reg{};
+		reg.range.start = region.addr();
+		reg.range.len = region.size();
+		reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+		if (ioctl(uffd, UFFDIO_REGISTER, &reg))
+			_exit(31);
+		std::thread([&] {
+			held_pin never;
+			m.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, region.addr(), 4, PINMATRIX_PIN_WRITE, never);
+			_exit(32); // the fault was never served: GUP cannot have returned
+		}).detach();
+		pollfd pfd{uffd, POLLIN, 0};
+		if (poll(&pfd, 1, 10'000) != 1)
+			_exit(33); // no fault pending: the pin is not waiting in GUP
+		every_call('a', report[1]);
+		for (;;)
+			pause();
+	}
+	auto got = [&](int ms) {
+		pollfd p{report[0], POLLIN, 0};
+		char c = 0;
+		return poll(&p, 1, ms) == 1 && read(report[0], &c, 1) == 1 ? c : 0;
+	};
+	// The stuck child reports 'a' only once its pin's fault is pending.
+	const char a = got(20'000);
+	if (a == 0) {
+		int status = reap_within(stuck.pid, 0);
+		if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 30) {
+			stuck.pid = -1;
+			GTEST_SKIP() << "no userfaultfd in this kernel";
+		}
+	}
+	EXPECT_EQ(a, 'a') << "another thread's calls on the file waited for the pin in GUP";
+	// The file's other process, forked once the first waits in GUP.
+	child_process other;
+	other.pid = fork();
+	ASSERT_GE(other.pid, 0);
+	if (other.pid == 0) {
+		close(report[0]);
+		every_call('b', report[1]);
+		for (;;)
+			pause();
+	}
+	EXPECT_EQ(got(20'000), 'b') << "another process's calls on the file waited for the pin in GUP";
+	close(report[0]);
+	close(report[1]);
+	// SIGKILL ends the other process at once, and then the stuck one.
+	ASSERT_EQ(kill(other.pid, SIGKILL), 0);
+	int status = reap_within(other.pid, 5'000);
+	EXPECT_NE(status, -1) << "SIGKILL did not end the other process within 5 s (state "
+			      << task_state(other.pid) << ")";
+	if (status != -1) {
+		other.pid = -1;
+		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	}
+	ASSERT_EQ(kill(stuck.pid, SIGKILL), 0);
+	status = reap_within(stuck.pid, 5'000);
+	EXPECT_NE(status, -1) << "SIGKILL did not end the process whose pin waits in GUP within 5 s (state "
+			      << task_state(stuck.pid) << ")";
+	if (status != -1) {
+		stuck.pid = -1;
+		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+			<< (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : "");
+	}
+	EXPECT_TRUE(m.list().empty());
+	EXPECT_EQ(m.info().pinned_pages, 0u);
+	EXPECT_EQ(pins_outstanding(), outstanding);
+}
+
+// npages is bounded (PINMATRIX_PIN_MAX_PAGES) before anything is allocated:
+// whatever max_pinned_pages says, the page array never reaches the size at
+// which kvmalloc_array() warns (INT_MAX bytes).
+TEST_F(Module, ATooLargePinIsEINVALWhateverTheCap)
+{
+	const std::string param = "/sys/module/pinmatrix/parameters/max_pinned_pages";
+	std::string old;
+	std::ifstream(param) >> old;
+	std::ofstream(param) << (1ULL << 40) << std::flush;
+	struct restore {
+		const std::string &param, &old;
+		~restore() { std::ofstream(param) << old << std::flush; }
+	} restore_cap{param, old};
+	std::vector<uint64_t> pfns(1);
+	for (uint64_t n : {uint64_t(PINMATRIX_PIN_MAX_PAGES + 1), uint64_t(1) << 29, uint64_t(INT32_MAX)}) {
+		SCOPED_TRACE(n);
+		pinmatrix_pin p{};
+		p.size = sizeof(p);
+		p.contract = PINMATRIX_CONTRACT_FOLL_PIN;
+		p.addr = 0x10000; // far from the top: the range itself is valid
+		p.npages = n;
+		p.pfns = reinterpret_cast<uintptr_t>(pfns.data());
+		EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), EINVAL);
+	}
+	EXPECT_EQ(module.info().pinned_pages, 0u);
 }
