@@ -53,7 +53,8 @@ std::optional<uint64_t> parse_hex(std::string s)
 	return std::stoull(s, nullptr, 16);
 }
 
-std::optional<uint64_t> parse_length(std::string s)
+// RANGE's LENGTH; a length beyond 64 bits is refused, never wrapped.
+std::optional<uint64_t> parse_length(std::string s, const std::string &range)
 {
 	if (s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0)
 		return parse_hex(s);
@@ -70,7 +71,10 @@ std::optional<uint64_t> parse_length(std::string s)
 	}
 	if (s.empty() || s.size() > 15 || s.find_first_not_of("0123456789") != std::string::npos)
 		return std::nullopt;
-	return std::stoull(s) * mult;
+	uint64_t bytes = 0;
+	if (__builtin_mul_overflow(std::stoull(s), mult, &bytes))
+		throw usage_error("range '" + range + "': its length wraps around 64 bits");
+	return bytes;
 }
 
 // Everything one registration's report says.
@@ -632,17 +636,17 @@ address_range parse_address_range(const std::string &text)
 		r.end = *end;
 	} else if (plus != std::string::npos) {
 		start = parse_hex(text.substr(0, plus));
-		auto len = parse_length(text.substr(plus + 1));
+		auto len = parse_length(text.substr(plus + 1), text);
 		if (!start || !len)
 			throw usage_error("range '" + text + "': expected START+LENGTH (START hex, LENGTH in bytes, K, M, G or 0x hex)");
-		r.end = *start + *len;
-		if (r.end < *start)
-			throw usage_error("range '" + text + "': wraps around");
+		if (__builtin_add_overflow(*start, *len, &r.end))
+			throw usage_error("range '" + text + "': wraps around 64 bits");
 	} else {
 		start = parse_hex(text);
 		if (!start)
 			throw usage_error("range '" + text + "': expected START-END, START+LENGTH or START (hex)");
-		r.end = *start + page_size();
+		if (__builtin_add_overflow(*start, uint64_t(page_size()), &r.end))
+			throw usage_error("range '" + text + "': wraps around 64 bits");
 	}
 	r.start = *start;
 	if (r.end <= r.start)

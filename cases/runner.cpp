@@ -31,6 +31,7 @@
 #include "reports.hpp"
 #include "results.hpp"
 #include "suite.hpp"
+#include "user_input.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
 
@@ -392,8 +393,10 @@ int run_matrix(const run_options &opt)
 	const auto fault = parse_fault(opt.fault);
 	if (opt.case_timeout_s <= 0)
 		throw usage_error("--case-timeout must be a positive number of seconds");
-	if (!opt.out.empty())
+	if (!opt.out.empty()) {
+		require_writable_dir(opt.out, "--out");
 		fs::create_directories(opt.out);
+	}
 
 	const auto kernel = read_kernel_info();
 	json doc = {{"schema", results_schema},

@@ -31,6 +31,8 @@ std::vector<plan_entry> select_plan(const std::vector<std::unique_ptr<suite>> &s
 
 	std::vector<bool> chosen(all.size());
 	for (const auto &w : wanted) {
+		if (w.empty())
+			throw usage_error("an empty case name in the list of cases (two commas, or one at an end?)");
 		bool hit = false;
 		for (size_t i = 0; i < all.size(); i++)
 			if (all[i].c.id == w || all[i].c.name == w || all[i].owner->name() == w)

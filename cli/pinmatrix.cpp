@@ -4,6 +4,8 @@
 // Exit codes: 0 every case passed or skipped (and at least one passed),
 // 1 a case failed or ended in error, 2 bad usage or setup, 4 all skipped.
 
+#include <charconv>
+#include <climits>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +20,7 @@
 #include "launcher.hpp"
 #include "reports.hpp"
 #include "fleet.hpp"
+#include "user_input.hpp"
 
 using namespace pinmatrix;
 
@@ -34,6 +37,93 @@ void print_cases(const suite_options &opt)
 			std::printf("  %-40s %s\n", id.c_str(), s->describe(c).c_str());
 		}
 	}
+}
+
+// A whole number in [LO, HI], or "'abc' is not a whole number", "-3 is out
+// of range 1 to 300" (CLI11's own ranges print DBL_MAX's 309 digits).
+CLI::Validator whole_number(long long lo, long long hi)
+{
+	return CLI::Validator(
+		[lo, hi](std::string &s) -> std::string {
+			long long v = 0;
+			const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+			if (s.empty() || end != s.data() + s.size() || ec == std::errc::invalid_argument)
+				return "'" + s + "' is not a whole number";
+			if (ec == std::errc::result_out_of_range || v < lo || v > hi)
+				return s + " is out of range " + std::to_string(lo) + " to " + std::to_string(hi);
+			return "";
+		},
+		"INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
+}
+
+// A readable regular file: /dev/null or a FIFO is said to be one, not "not found".
+const CLI::Validator regular_file(
+	[](std::string &p) {
+		const auto why = not_a_regular_file(p);
+		return why ? p + ": " + *why : std::string();
+	},
+	"FILE");
+
+const CLI::Validator patch_file(
+	[](std::string &p) {
+		try {
+			require_patch(p, "patch");
+		} catch (const usage_error &e) {
+			return std::string(e.what());
+		}
+		return std::string();
+	},
+	"PATCH");
+
+// --cases A,B (repeatable): CLI11 would read "A,,B" as A,B; an empty name
+// is refused instead.
+std::vector<std::string> case_list(const std::vector<std::string> &given)
+{
+	std::vector<std::string> out;
+	for (const auto &text : given) {
+		size_t from = 0;
+		for (size_t at = 0; at != std::string::npos; from = at + 1) {
+			at = text.find(',', from);
+			out.push_back(text.substr(from, at == std::string::npos ? at : at - from));
+			if (out.back().empty())
+				throw usage_error("--cases '" + text + "': an empty case name (two commas, or one at an end?)");
+		}
+	}
+	return out;
+}
+
+// CLI11 says "A subcommand is required" for `pinmatrix --frob` and
+// `pinmatrix kernel frob`: the word it could not place, named.
+std::optional<std::string> unplaced_word(CLI::App &app)
+{
+	CLI::App *at = &app;
+	std::string path = "pinmatrix";
+	while (!at->get_subcommands().empty()) {
+		at = at->get_subcommands().front();
+		path += " " + at->get_name();
+	}
+	const auto rest = at->remaining();
+	if (rest.empty())
+		return std::nullopt;
+	if (rest.front().rfind("-", 0) == 0)
+		return path + ": unknown option '" + rest.front() + "'";
+	std::string names;
+	for (const auto *sub : at->get_subcommands({}))
+		names += (names.empty() ? "" : ", ") + sub->get_name();
+	return path + ": unknown command '" + rest.front() + "'" + (names.empty() ? "" : " (commands: " + names + ")");
+}
+
+// One line for bad usage; help and --version as CLI11 prints them.
+int parse_error(CLI::App &app, const CLI::ParseError &e)
+{
+	if (e.get_exit_code() == 0)
+		return app.exit(e);
+	const bool unplaced = dynamic_cast<const CLI::RequiredError *>(&e) || dynamic_cast<const CLI::ExtrasError *>(&e);
+	if (const auto word = unplaced ? unplaced_word(app) : std::nullopt)
+		std::cerr << *word << " (see --help)\n";
+	else
+		std::cerr << "pinmatrix: " << e.what() << " (see --help)\n";
+	return 2;
 }
 
 // --kernel's help, with the named builds from their table.
@@ -73,15 +163,16 @@ int main(int argc, char **argv)
 	run_options run;
 	auto *run_cmd = app.add_subcommand("run", "Run the matrix here (in a guest, or on a real node)");
 	run_cmd->add_option("--out", run.out, "Directory for results.json");
-	run_cmd->add_option("--cases", run.cases, "Case ids or names (default: all)")->delimiter(',');
+	std::vector<std::string> run_cases, vm_cases;
+	run_cmd->add_option("--cases", run_cases, "Case ids or names, A,B (default: all)");
 	run_cmd->add_option("--device", run.device, "RDMA device (default: the first one)");
 	run_cmd->add_option("--module", run.module, "pinmatrix.ko to load when /dev/pinmatrix is absent")
-		->check(CLI::ExistingFile);
+		->check(regular_file);
 	run_cmd->add_option("--case-timeout", run.case_timeout_s, "Seconds a case may take")
-		->check(CLI::PositiveNumber);
+		->check(whole_number(1, INT_MAX));
 	run_cmd->add_option("--find-budget", run.find_budget_mib,
 			    "MiB a case may fault in to find a page in its placement")
-		->check(CLI::PositiveNumber);
+		->check(whole_number(1, INT_MAX));
 	run_cmd->add_option("--placement", run.placement,
 			    "Restricted memory of this boot for cases A-C: auto, movable, cma, ordinary")
 		->capture_default_str();
@@ -102,27 +193,27 @@ int main(int argc, char **argv)
 	vm_cmd->add_option("--kernel", vm.kernel, kernel_help("debian[:ABI]"))
 		->capture_default_str();
 	vm_cmd->add_option("--patch", vm.patches, "Patch applied to a build kernel (repeatable)")
-		->check(CLI::ExistingFile);
+		->check(patch_file);
 	vm_cmd->add_option("--placement", vm.placement, "Boot placement: ordinary, movable, cma, hugetlb_cma")
 		->capture_default_str();
 	vm_cmd->add_option("--append", vm.append, "More kernel command line");
 	vm_cmd->add_option("--memory", vm.memory_mib, "Guest RAM in MiB (default: what the placement needs)")
-		->check(CLI::Range(256, 16384));
+		->check(whole_number(256, 16384));
 	vm_cmd->add_option("--cpus", vm.cpus, "Guest vCPUs (QEMU -smp, one TCG thread each)")
-		->check(CLI::Range(1, 8))
+		->check(whole_number(1, 8))
 		->capture_default_str();
 	vm_cmd->add_option("--timeout", vm.timeout_s, "Seconds from QEMU start to guest power-off")
-		->check(CLI::PositiveNumber)
+		->check(whole_number(1, INT_MAX))
 		->capture_default_str();
 	vm_cmd->add_option("--matrix", vm.matrix, "A matrix file: one guest per (kernel, placement)")
-		->check(CLI::ExistingFile);
-	vm_cmd->add_option("--cases", vm.cases, "Case ids or names (default: all)")->delimiter(',');
+		->check(regular_file);
+	vm_cmd->add_option("--cases", vm_cases, "Case ids or names, A,B (default: all)");
 	vm_cmd->add_option("--guest-cmd", vm.guest_cmd,
 			   "Run this shell command in the guest instead of the matrix (tests)");
 	vm_cmd->add_option("--fault", vm.fault,
 			   "Fault injection in the guest: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE");
 	vm_cmd->add_option("--case-timeout", vm.case_timeout_s, "Seconds a case may take in the guest")
-		->check(CLI::PositiveNumber)
+		->check(whole_number(1, INT_MAX))
 		->capture_default_str();
 	vm_cmd->add_option("--cache", vm.cache, "Cache for kernels, modules and initramfs")
 		->capture_default_str();
@@ -137,9 +228,9 @@ int main(int argc, char **argv)
 	vm_cmd->add_option("--ssh-port", vm.ssh_port,
 			   "Forward 127.0.0.1:PORT to sshd in the guest (QEMU user networking); the guest "
 			   "waits for DIR/guest/stop after its --guest-cmd")
-		->check(CLI::Range(1024, 65535));
+		->check(whole_number(1024, 65535));
 	vm_cmd->add_option("--ssh-key", vm.ssh_key, "Public key the guest's sshd accepts for root (with --ssh-port)")
-		->check(CLI::ExistingFile);
+		->check(regular_file);
 
 	std::string kernel_spec = "build";
 	std::vector<std::filesystem::path> kernel_patches;
@@ -151,7 +242,7 @@ int main(int argc, char **argv)
 	kernel_build->add_option("--kernel", kernel_spec, kernel_help("debian[:ABI] (fetched)"))
 		->capture_default_str();
 	kernel_build->add_option("--patch", kernel_patches, "Patch to apply first (repeatable)")
-		->check(CLI::ExistingFile);
+		->check(patch_file);
 	kernel_build->add_option("--cache", kernel_cache, "Cache directory")->capture_default_str();
 
 	std::filesystem::path report_dir;
@@ -215,10 +306,12 @@ int main(int argc, char **argv)
 	try {
 		app.parse(explain_argc, argv);
 	} catch (const CLI::ParseError &e) {
-		return app.exit(e) ? exit_usage : 0;
+		return parse_error(app, e) ? exit_usage : 0;
 	}
 
 	try {
+		run.cases = case_list(run_cases);
+		vm.cases = case_list(vm_cases);
 		if (*cases_cmd) {
 			check(plan_options{cases_opt.first_pin_source, cases_opt.second_pin});
 			print_cases(cases_opt);

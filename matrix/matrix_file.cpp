@@ -9,6 +9,7 @@
 
 #include "boot.hpp"
 #include "sys_error.hpp"
+#include "user_input.hpp"
 
 namespace pinmatrix {
 
@@ -51,11 +52,7 @@ public:
 			if (!kernels_.count(kname))
 				fail(*run, "kernel '" + kname + "' is not defined under [kernels]");
 			for (const auto &placement : strings_at(*run, "placements", true)) {
-				try {
-					find_boot_placement(placement);
-				} catch (const usage_error &e) {
-					fail(*run, e.what());
-				}
+				checked(*run, [&] { find_boot_placement(placement); });
 				if (!seen.insert({kname, placement}).second)
 					fail(*run, "kernel '" + kname + "' with placement '" + placement +
 							   "' is listed twice");
@@ -72,6 +69,25 @@ private:
 				  what);
 	}
 
+	// A check's usage_error, with the file and line of WHERE.
+	template <class Check>
+	void checked(const toml::node &where, Check &&check) const
+	{
+		try {
+			check();
+		} catch (const usage_error &e) {
+			fail(where, e.what());
+		}
+	}
+
+	// A NUL would cut the path or argument the string becomes.
+	std::string no_nul(const toml::node &where, const std::string &key, std::string s) const
+	{
+		if (s.find('\0') != std::string::npos)
+			fail(where, "'" + key + "' holds a NUL");
+		return s;
+	}
+
 	void only_keys(const toml::table &t, std::set<std::string> allowed, const std::string &in) const
 	{
 		for (const auto &[key, node] : t)
@@ -84,7 +100,7 @@ private:
 		const auto *v = t[key].as_string();
 		if (!v)
 			fail(t, std::string("'") + key + "' must be a string");
-		return v->get();
+		return no_nul(*v, key, v->get());
 	}
 
 	std::vector<std::string> strings_at(const toml::table &t, const char *key, bool required) const
@@ -102,17 +118,19 @@ private:
 		for (const auto &e : *arr) {
 			if (!e.is_string())
 				fail(e, std::string("'") + key + "' must list strings");
-			out.push_back(e.as_string()->get());
+			out.push_back(no_nul(e, key, e.as_string()->get()));
 		}
 		return out;
 	}
 
 	fs::path relative_file(const toml::table &t, const char *key) const
 	{
-		fs::path p = string_at(t, key);
-		if (p.is_relative())
-			p = dir_ / p;
-		return p.lexically_normal();
+		return relative_to_file(string_at(t, key));
+	}
+
+	fs::path relative_to_file(const fs::path &p) const
+	{
+		return (p.is_relative() ? dir_ / p : p).lexically_normal();
 	}
 
 	matrix_kernel kernel(const std::string &name, const toml::node &node)
@@ -120,6 +138,7 @@ private:
 		const auto *t = node.as_table();
 		if (!t)
 			fail(node, "[kernels." + name + "] must be a table");
+		checked(node, [&] { require_path_name(name, "kernel name"); });
 		matrix_kernel k;
 		k.name = name;
 		const std::string source = string_at(*t, "source");
@@ -129,17 +148,14 @@ private:
 		} else if (source == "build") {
 			only_keys(*t, {"source", "series", "fragment", "patches"}, "[kernels." + name + "]");
 			const fs::path fragment = relative_file(*t, "fragment");
-			if (!fs::is_regular_file(fragment))
-				fail(*t, "fragment " + fragment.string() + " not found");
+			checked(*t->get("fragment"), [&] { require_kconfig_fragment(fragment, "fragment"); });
 			const std::string series = t->contains("series") ? string_at(*t, "series") : "";
 			if (!series.empty() && !std::regex_match(series, std::regex("[0-9]+\\.[0-9]+")))
 				fail(*t, "series '" + series + "' is not a kernel series such as 6.12");
 			k.spec = (series.empty() ? "build" : "build@" + series) + ":" + fragment.string();
 			for (const auto &p : strings_at(*t, "patches", false)) {
-				fs::path patch = fs::path(p).is_relative() ? dir_ / p : fs::path(p);
-				if (!fs::is_regular_file(patch))
-					fail(*t, "patch " + patch.string() + " not found");
-				k.patches.push_back(patch.lexically_normal());
+				k.patches.push_back(relative_to_file(p));
+				checked(*t->get("patches"), [&] { require_patch(k.patches.back(), "patch"); });
 			}
 		} else if (source == "image" || source == "tree" || source == "debs") {
 			only_keys(*t, {"source", "dir"}, "[kernels." + name + "]");
@@ -160,8 +176,7 @@ private:
 
 matrix_definition load_matrix(const fs::path &file)
 {
-	if (!fs::is_regular_file(file))
-		throw usage_error("matrix file " + file.string() + " not found");
+	require_regular_file(file, "matrix file");
 	return matrix_parser(file).parse();
 }
 

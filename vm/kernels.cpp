@@ -12,6 +12,7 @@
 #include "kernel_info.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
+#include "user_input.hpp"
 
 namespace pinmatrix {
 
@@ -103,6 +104,31 @@ void check_built_tree(const std::string &text, const fs::path &tree)
 				  " is not built (no arch/x86/boot/bzImage or vmlinux: make bzImage modules)");
 }
 
+// "build:", "debian:", "tree:" ...: an empty name after the colon (an
+// unset shell variable) is refused, never read as the default kernel.
+void require_name_after_colon(const std::string &text, const std::string &source)
+{
+	const std::string hint = source == "debian" ? "debian:ABI needs an ABI; plain 'debian' is the default kernel"
+				 : source == "build" ? "build:NAME needs a name or a fragment; plain 'build' is the default build"
+						     : source + ":DIR needs a directory";
+	throw usage_error("kernel '" + text + "': empty after ':' (an unset variable?): " + hint);
+}
+
+// build:FRAGMENT: a Kconfig fragment, not any file.
+void require_fragment(const std::string &text, const std::string &file, const std::string &names)
+{
+	if (file.empty() || !fs::exists(file))
+		throw usage_error("kernel '" + text + "': " +
+				  (file.empty() ? std::string("an empty fragment name") : "no Kconfig fragment at " + file) +
+				  " (expected build, build:NAME with NAME one of: " + names +
+				  ", or build:FRAGMENT[+FRAGMENT...])");
+	try {
+		require_kconfig_fragment(file, "Kconfig fragment");
+	} catch (const usage_error &e) {
+		throw usage_error("kernel '" + text + "': " + e.what());
+	}
+}
+
 bool has_debs(const fs::path &dir)
 {
 	for (const auto &e : fs::directory_iterator(dir))
@@ -173,6 +199,10 @@ kernel_spec parse_kernel_spec(const std::string &text)
 		if (!std::regex_match(k.series, std::regex("[0-9]+\\.[0-9]+")))
 			throw usage_error("kernel '" + text + "': build@SERIES needs a kernel series such as 6.12");
 	}
+	const bool known = k.source == "debian" || k.source == "build" || k.source == "image" ||
+			   k.source == "tree" || k.source == "debs";
+	if (known && colon != std::string::npos && arg.empty())
+		require_name_after_colon(text, k.source);
 	if (k.source == "debian") {
 		k.abi = arg.empty() ? PINMATRIX_DEFAULT_KERNEL : arg;
 		if (!std::regex_match(k.abi, std::regex("[0-9][0-9a-z.+~-]*")))
@@ -191,12 +221,7 @@ kernel_spec parse_kernel_spec(const std::string &text)
 		if (k.fragments.empty()) {
 			const auto files = fs::is_regular_file(arg) ? std::vector<std::string>{arg} : split(arg, '+');
 			for (const auto &f : files) {
-				if (f.empty() || !fs::is_regular_file(f))
-					throw usage_error("kernel '" + text + "': " +
-							  (f.empty() ? std::string("an empty fragment name")
-								     : "no Kconfig fragment at " + f) +
-							  " (expected build, build:NAME with NAME one of: " + names +
-							  ", or build:FRAGMENT[+FRAGMENT...])");
+				require_fragment(text, f, names);
 				k.fragments.push_back(f);
 			}
 		}
@@ -290,6 +315,10 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 	}
 	if (k.release.empty())
 		throw unmet_need("kernel '" + spec.name + "': no release in " + k.dir.string());
+	// The release names cache paths (initramfs/<release>-...): one path component.
+	if (!std::regex_match(k.release, std::regex("[A-Za-z0-9][A-Za-z0-9._+~-]*")))
+		throw unmet_need("kernel '" + spec.name + "': '" + k.release + "' in " + k.dir.string() +
+				 "/release is not a kernel release");
 	check_guest_needs(k);
 	return k;
 }

@@ -31,6 +31,7 @@
 #include "suite.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
+#include "user_input.hpp"
 #include "bench_vm.hpp"
 
 namespace pinmatrix {
@@ -407,6 +408,42 @@ json records_not_run(const group_spec &g, verdict v, const std::string &reason)
 	return cases;
 }
 
+// x86 keeps 2,048 bytes of kernel command line (COMMAND_LINE_SIZE, its NUL included).
+constexpr size_t max_cmdline = 2047;
+
+std::string boot_append(const group_spec &g)
+{
+	return std::string(g.boot->append) + (g.append.empty() ? "" : " " + g.append);
+}
+
+// cryptomgr.notests: the crypto self-tests cost ~0.4 s of a TCG boot.
+std::string guest_cmdline(const fs::path &kernel_dir, const group_spec &g)
+{
+	return "console=ttyS0 panic=-1 quiet cryptomgr.notests pinmatrix.kdir=" + kernel_dir.string() +
+	       " pinmatrix.stage2=" + (source_dir / "vm/guest/stage2").string() + " " + boot_append(g);
+}
+
+// The kernel's dir before it is prepared: an image's own, else a cache dir
+// (kernels/debian-<ABI>, build-<key>, ...) no longer than this.
+fs::path kernel_dir_bound(const group_spec &g)
+{
+	if (g.kernel.source == "image")
+		return fs::absolute(g.kernel.user_dir);
+	return g.cache / "kernels" / std::string(std::max<size_t>(64, g.kernel.abi.size() + 40), 'x');
+}
+
+// What one guest asks for, checked before anything is written or locked.
+void check_group(const group_spec &g)
+{
+	if (g.memory_mib && g.memory_mib < g.boot->memory_mib)
+		throw usage_error("--memory " + std::to_string(g.memory_mib) + ": placement " + g.boot->name +
+				  " needs at least " + std::to_string(g.boot->memory_mib) + " MiB");
+	if (const size_t n = guest_cmdline(kernel_dir_bound(g), g).size(); n > max_cmdline)
+		throw usage_error("--append: the guest's command line would take " + std::to_string(n) +
+				  " bytes and x86 takes at most " + std::to_string(max_cmdline));
+	select_plan(make_suites(group_suite_options(g)), g.cases);
+}
+
 // Boots one guest (or finds that it cannot) and returns its results.
 group_outcome run_group(const group_spec &g)
 {
@@ -414,7 +451,7 @@ group_outcome run_group(const group_spec &g)
 	json &doc = outcome.doc;
 	const fs::path guest_dir = g.out / "guest";
 
-	const std::string append = std::string(g.boot->append) + (g.append.empty() ? "" : " " + g.append);
+	const std::string append = boot_append(g);
 	const unsigned memory = g.memory_mib ? g.memory_mib : g.boot->memory_mib;
 	doc = {{"schema", results_schema},
 	       {"kernel", {{"name", g.kernel.name}, {"source", g.kernel.source}}},
@@ -449,6 +486,11 @@ group_outcome run_group(const group_spec &g)
 	} catch (const unmet_need &e) {
 		cannot = e.what();
 		doc["setup_error"] = true;
+	} catch (const std::exception &e) {
+		// Whatever else stops it (a cache that cannot be locked, an I/O
+		// error) is this group's SKIP with the reason, not the matrix's end.
+		cannot = "cannot prepare kernel '" + g.kernel.name + "': " + e.what();
+		doc["setup_error"] = true;
 	}
 	// Only now is anything written: a setup error leaves nothing behind.
 	if (!doc.contains("setup_error")) {
@@ -471,10 +513,7 @@ group_outcome run_group(const group_spec &g)
 			throw last_sys_error("write job.sh");
 	}
 
-	// cryptomgr.notests: the crypto self-tests cost ~0.4 s of a TCG boot.
-	const std::string cmdline = "console=ttyS0 panic=-1 quiet cryptomgr.notests pinmatrix.kdir=" +
-				    kernel.dir.string() + " pinmatrix.stage2=" +
-				    (source_dir / "vm/guest/stage2").string() + " " + append;
+	const std::string cmdline = guest_cmdline(kernel.dir, g);
 	// The uncompressed vmlinux (PVH entry) saves seconds of XZ unpacking in
 	// an emulated guest; qboot and q35 start faster than SeaBIOS and i440FX.
 	std::vector<std::string> argv = {
@@ -665,7 +704,7 @@ int run_single(const vm_options &opt)
 	g.boot = &find_boot_placement(opt.placement);
 	g.cases = opt.cases;
 	g.out = fs::absolute(opt.out);
-	select_plan(make_suites(group_suite_options(g)), g.cases); // validates before writing
+	check_group(g); // before anything is written
 
 	const auto t0 = std::chrono::steady_clock::now();
 	auto outcome = run_group(g);
@@ -737,7 +776,7 @@ int run_matrix_file(const vm_options &opt)
 		g.cases = !opt.cases.empty() ? opt.cases : mg.cases;
 		g.out = fs::absolute(opt.out) / "groups" / (mg.kernel.name + "-" + mg.placement);
 		try {
-			select_plan(make_suites(group_suite_options(g)), g.cases);
+			check_group(g);
 		} catch (const usage_error &e) {
 			throw usage_error(opt.matrix.string() + ": kernel " + mg.kernel.name + ", placement " +
 					  mg.placement + ": " + e.what());
@@ -817,6 +856,8 @@ int run_vm(const vm_options &opt)
 	// anything is written.
 	if (opt.out.empty())
 		throw usage_error("--out is required");
+	require_writable_dir(opt.out, "--out");
+	require_writable_dir(opt.cache, "--cache");
 	parse_fault(opt.fault);
 	if (!opt.guest_cmd.empty() && (!opt.cases.empty() || !opt.fault.empty() || !opt.matrix.empty()))
 		throw usage_error("--guest-cmd excludes --cases, --fault and --matrix");
@@ -838,6 +879,7 @@ int build_kernel(const std::string &spec_text, const std::vector<fs::path> &patc
 	if (!patches.empty() && spec.source != "build")
 		throw usage_error("--patch applies to build kernels only");
 	spec.patches = patches;
+	require_writable_dir(cache, "--cache");
 	cache_lock lock(cache);
 	const auto k = prepare_kernel(spec, cache);
 	std::cout << k.dir.string() << "\n";

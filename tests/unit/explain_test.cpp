@@ -52,6 +52,16 @@ TEST(ExplainRange, TheThreeForms)
 	for (const char *bad : {"", "xyz", "0x2000-0x1000", "0x1000+", "0x1000+12Q", "0x1000-", "-0x1000",
 				"0x1000+0", "ffffffffffffffff+2"})
 		EXPECT_THROW(parse_address_range(bad), usage_error) << bad;
+	// The length itself must not wrap: 17179869185 GiB is 2^64 + 1 GiB
+	// (issue 13, item 7), and neither may START + LENGTH.
+	for (const char *wraps : {"0x1000+17179869185G", "0x1000+17592186044417M",
+				  "0xffffffffffff0000+0x10000", "0xffffffffffffffff"})
+		try {
+			parse_address_range(wraps);
+			ADD_FAILURE() << wraps << " was accepted";
+		} catch (const usage_error &e) {
+			EXPECT_NE(std::string(e.what()).find("wraps"), std::string::npos) << wraps << ": " << e.what();
+		}
 }
 
 TEST(ExplainCommand, BadPidOrRangeExitsTwoWithOneMessage)

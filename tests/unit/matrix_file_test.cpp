@@ -137,6 +137,58 @@ TEST_F(MatrixFile, BadFilesNameTheLineAndTheProblem)
 	EXPECT_THROW(load_matrix(dir / "absent.toml"), usage_error);
 }
 
+// A kernel's name becomes OUT/groups/<name>-<placement>/: one that would
+// leave that directory, or that a NUL would cut, is refused with its line
+// (issue 13, item 1).
+TEST_F(MatrixFile, KernelNamesThatAreNotOnePathComponentAreRefused)
+{
+	for (const std::string name : {"../../escaped", "..", ".", "a/b", "a\\u0000b", ".hidden", "-x", "a b",
+				       "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"}) {
+		const std::string text = "[kernels.\"" + name + "\"]\nsource = \"debian\"\n[[run]]\nkernel = \"" +
+					 name + "\"\nplacements = [\"movable\"]\n";
+		const auto err = error_of(text);
+		EXPECT_NE(err.find("m.toml:1: kernel name '"), std::string::npos) << name << " -> " << err;
+		EXPECT_NE(err.find("' is not a name"), std::string::npos) << name << " -> " << err;
+	}
+	EXPECT_EQ(error_of("[kernels.\"debian-6.12+deb12_x\"]\nsource = \"debian\"\n[[run]]\n"
+			   "kernel = \"debian-6.12+deb12_x\"\nplacements = [\"movable\"]\n"), "");
+}
+
+// A NUL in any string of the file would cut the path or argument it becomes.
+TEST_F(MatrixFile, NulInAStringIsRefused)
+{
+	write("frag.config", "CONFIG_CMA=y\n");
+	const auto err = error_of("[kernels.k]\nsource = \"build\"\nfragment = \"frag.config\\u0000/../x\"\n"
+				  "[[run]]\nkernel = \"k\"\nplacements = [\"cma\"]\n");
+	EXPECT_NE(err.find("m.toml:3: 'fragment' holds a NUL"), std::string::npos) << err;
+}
+
+// A fragment must be a Kconfig fragment and a patch a patch: the file check
+// refuses them with the line, before any group runs (items 2 and 6).
+TEST_F(MatrixFile, FragmentAndPatchMustBeWhatTheySay)
+{
+	write("frag.config", "CONFIG_CMA=y\n");
+	write("empty.patch", "");
+	write("notes.patch", "just some notes\n");
+	const std::string run = "[[run]]\nkernel = \"k\"\nplacements = [\"cma\"]\n";
+	const auto kernel = [&](const std::string &keys) {
+		return "[kernels.k]\nsource = \"build\"\n" + keys + run;
+	};
+	struct {
+		std::string text, says;
+	} bad[] = {
+		{kernel("fragment = \"/etc/passwd\"\n"), ":3: fragment /etc/passwd: line 1 'root:"},
+		{kernel("fragment = \"/dev/null\"\n"), "fragment /dev/null: is a character device, not a regular file"},
+		{kernel("fragment = \"frag.config\"\npatches = [\"empty.patch\"]\n"), "empty.patch: is empty"},
+		{kernel("fragment = \"frag.config\"\npatches = [\"notes.patch\"]\n"), "notes.patch: is not a patch"},
+		{kernel("fragment = \"frag.config\"\npatches = [\"/dev/null\"]\n"), "is a character device"},
+	};
+	for (const auto &b : bad) {
+		const auto err = error_of(b.text);
+		EXPECT_NE(err.find(b.says), std::string::npos) << b.text << "\n-> " << err;
+	}
+}
+
 TEST(BootPlacement, KconfigNeedsDecideSkipWithTheReason)
 {
 	const std::string stock = "CONFIG_MIGRATION=y\n# CONFIG_CMA is not set\nCONFIG_HUGETLB_PAGE=y\n";
