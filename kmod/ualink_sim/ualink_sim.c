@@ -24,7 +24,9 @@
  *    every importer's access is revoked;
  *  - a node reset or offline makes its peers clean up;
  *  - accel_state not "active" gives -EOPNOTSUPP before anything else, and
- *    unknown flags are refused (the posted driver does not check them).
+ *    unknown flags are refused (the posted driver does not check them);
+ *  - what exports pin, all accelerators together, is capped (parameter
+ *    "pin_limit_mib"): past it an export fails with -ENOSPC.
  *
  * Model-only ioctls (uapi/ualink_sim.h) create BOs, perform loads/stores
  * over the simulated fabric and report pins and object counts; a debugfs
@@ -41,6 +43,7 @@
 #include <linux/highmem.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/platform_device.h>
@@ -79,6 +82,16 @@
 static unsigned int accelerators = 4;
 module_param(accelerators, uint, 0444);
 MODULE_PARM_DESC(accelerators, "Accelerators in the simulated pod (1-64, default 4)");
+
+/*
+ * Exported BOs stay pinned (unmovable, unswappable shmem pages) for as long
+ * as they are exported, and a render node is open to any user: without a
+ * pod-wide cap any user could pin all memory. 0 at load: an eighth of RAM.
+ */
+static unsigned int pin_limit_mib;
+module_param(pin_limit_mib, uint, 0644);
+MODULE_PARM_DESC(pin_limit_mib,
+		 "MiB all exports of the pod may pin together; past it export fails with ENOSPC (default: RAM/8)");
 
 /* amdgpu's enum amdgpu_ualink_accel_state, shown by name in sysfs. */
 enum usim_state {
@@ -124,6 +137,7 @@ static struct {
 	u64 imports;
 	u64 pins;
 	u64 resets;
+	u64 pinned_pages;		/* BO pages pinned by exports */
 } pod = {
 	.lock = __MUTEX_INITIALIZER(pod.lock),
 };
@@ -229,6 +243,7 @@ static void usim_export_destroy(struct usim_export *exp)
 	xa_erase(&exp->accel->exports, exp->lo);
 	bo->export = NULL;
 	drm_gem_shmem_unpin(&bo->base);
+	pod.pinned_pages -= bo->base.base.size >> PAGE_SHIFT;
 	drm_gem_object_put(&bo->base.base);
 	kfree(exp);
 	pod.exports--;
@@ -380,9 +395,15 @@ static int usim_index_export(struct usim_accel *accel, struct usim_export *exp)
 
 static struct usim_export *usim_export_create(struct usim_accel *accel, struct usim_bo *bo)
 {
+	u64 npages = bo->base.base.size >> PAGE_SHIFT;
+	u64 limit = (u64)READ_ONCE(pin_limit_mib) << (20 - PAGE_SHIFT);
 	struct usim_export *exp;
 	int ret;
 
+	lockdep_assert_held(&pod.lock);
+	/* The pod-wide cap on what exports pin: refused, not OOM. */
+	if (npages > limit || pod.pinned_pages > limit - npages)
+		return ERR_PTR(-ENOSPC);
 	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
 	if (!exp)
 		return ERR_PTR(-ENOMEM);
@@ -399,6 +420,7 @@ static struct usim_export *usim_export_create(struct usim_accel *accel, struct u
 	drm_gem_object_get(&bo->base.base);
 	bo->export = exp;
 	pod.exports++;
+	pod.pinned_pages += npages;
 	return exp;
 
 err_unpin:
@@ -901,6 +923,8 @@ static int usim_pod_stats_ioctl(struct drm_device *dev, void *data, struct drm_f
 	args->pins = pod.pins;
 	args->resets = pod.resets;
 	mutex_unlock(&pod.lock);
+	args->pinned_bytes = pod.pinned_pages << PAGE_SHIFT;
+	args->pin_limit_bytes = (u64)READ_ONCE(pin_limit_mib) << 20;
 	args->bos = atomic64_read(&pod.bos);
 	args->remote_objects = atomic64_read(&pod.remote_objects);
 	return 0;
@@ -1155,6 +1179,8 @@ static int __init usim_init(void)
 	BUILD_BUG_ON(sizeof(unsigned long) < sizeof(u64));
 	if (!accelerators || accelerators > USIM_MAX_ACCELS)
 		return -EINVAL;
+	if (!pin_limit_mib)
+		pin_limit_mib = max(1UL, (totalram_pages() >> (20 - PAGE_SHIFT)) / 8);
 
 	for (i = 0; i < accelerators; i++) {
 		ret = usim_accel_create(i);

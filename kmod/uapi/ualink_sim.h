@@ -22,7 +22,16 @@
  *   debugfs ualink_sim/faults        UALINK_SIM_FAULT_* bitmask (rw, hex)
  *   debugfs ualink_sim/npa           live NPA ranges, as only the kernel
  *                                    drivers see them (ro)
+ *   /sys/module/ualink_sim/parameters/pin_limit_mib
+ *                                    MiB that exports of the whole pod may
+ *                                    pin together (rw, root; default at load
+ *                                    an eighth of RAM)
  * where <dev> is /sys/class/drm/renderD<N>/device.
+ *
+ * Beyond amdgpu's contract (uapi/amdgpu_ualink.h), the model's UALink ioctl:
+ *  - export: -ENOSPC when pinning the BO would take the pod's exports past
+ *    pin_limit_mib (an exported BO stays pinned until its handle dies; any
+ *    render-node user can export, so the pins are capped, not the users).
  */
 #ifndef _UAPI_UALINK_SIM_H
 #define _UAPI_UALINK_SIM_H
@@ -118,6 +127,8 @@ struct drm_ualink_sim_pod_stats {
 	__u64 imports;		/* importer nodes (one per handle and importer) */
 	__u64 pins;		/* pins held for importers */
 	__u64 resets;		/* node resets and offline transitions */
+	__u64 pinned_bytes;	/* BO memory exports pin, all accelerators */
+	__u64 pin_limit_bytes;	/* the cap on it: pin_limit_mib */
 };
 
 #define DRM_IOCTL_UALINK_SIM_GEM_CREATE \

@@ -342,6 +342,65 @@ TEST_F(Model, SysfsKnobsRefuseGarbage)
 }
 
 // ---------------------------------------------------------------------------
+// Limits and descriptors (issue 13, item 11)
+
+namespace {
+
+const fs::path pin_limit_knob = "/sys/module/ualink_sim/parameters/pin_limit_mib";
+
+std::string read_text(const fs::path &p)
+{
+	std::ifstream in(p);
+	std::string s;
+	std::getline(in, s);
+	return s;
+}
+
+bool write_text(const fs::path &p, const std::string &text)
+{
+	std::ofstream out(p);
+	out << text;
+	out.flush();
+	return bool(out);
+}
+
+} // namespace
+
+// Exported BOs stay pinned: the pod caps what all exports pin together, and
+// an export past the cap is refused (ENOSPC), not an OOM kill.
+TEST_F(Model, ExportsPastThePodPinCapAreRefused)
+{
+	ASSERT_TRUE(fs::exists(pin_limit_knob)) << "no pod-wide pin cap (" << pin_limit_knob << ")";
+	const std::string saved = read_text(pin_limit_knob);
+	EXPECT_GT(std::stoul(saved), 0u) << "a default cap is set at load";
+	EXPECT_EQ(a().stats().pin_limit_bytes, std::stoull(saved) << 20);
+	ASSERT_TRUE(write_text(pin_limit_knob, "1"));
+	const uint64_t pinned0 = a().stats().pinned_bytes;
+	ASSERT_EQ(pinned0, 0u) << "another test left exports behind";
+
+	auto x = a().create_bo(512 << 10, vram);
+	auto y = b().create_bo(512 << 10, vram);
+	auto z = c().create_bo(4096, vram);
+	handle128 hx, hy, hz;
+	EXPECT_EQ(a().try_export(x.get(), hx), 0);
+	EXPECT_EQ(b().try_export(y.get(), hy), 0) << "up to the cap, over all accelerators";
+	EXPECT_EQ(a().stats().pinned_bytes, 1u << 20);
+	EXPECT_EQ(a().stats().pin_limit_bytes, 1u << 20);
+	EXPECT_EQ(c().try_export(z.get(), hz), -ENOSPC) << "one page past the cap";
+	handle128 again;
+	EXPECT_EQ(a().try_export(x.get(), again), 0) << "exporting an exported BO pins nothing new";
+	EXPECT_EQ(again, hx);
+	EXPECT_EQ(c().info(z.get()).exported, 0u) << "a refused export left a handle";
+	// An import pins nothing more, and works at the cap.
+	auto fd = c().import(hx);
+	EXPECT_EQ(a().stats().pinned_bytes, 1u << 20);
+	x.reset();	// the handle dies, its pin goes
+	EXPECT_EQ(a().stats().pinned_bytes, 512u << 10);
+	EXPECT_EQ(c().try_export(z.get(), hz), 0) << "room again once a handle died";
+	EXPECT_TRUE(write_text(pin_limit_knob, saved));
+}
+
+// ---------------------------------------------------------------------------
 // Lifetimes: nothing outlives its holder
 
 TEST_F(Model, SigkillOfTheHoldersReleasesEverything)
