@@ -26,7 +26,13 @@
  *  - accel_state not "active" gives -EOPNOTSUPP before anything else, and
  *    unknown flags are refused (the posted driver does not check them);
  *  - what exports pin, all accelerators together, is capped (parameter
- *    "pin_limit_mib"): past it an export fails with -ENOSPC.
+ *    "pin_limit_mib"): past it an export fails with -ENOSPC;
+ *  - an import's dma-buf fd is installed only once DRM has copied the result
+ *    out: a caller whose argument cannot be written back gets -EFAULT and no
+ *    fd;
+ *  - a local import hands out the BO's PRIME dma-buf through the DRM helper
+ *    where the kernel has one (drm_gem_prime_handle_to_dmabuf()), so that
+ *    PRIME import of it gives the caller's own GEM handle back.
  *
  * Model-only ioctls (uapi/ualink_sim.h) create BOs, perform loads/stores
  * over the simulated fabric and report pins and object counts; a debugfs
@@ -40,6 +46,8 @@
 #include <linux/debugfs.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/file.h>
+#include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
@@ -48,9 +56,11 @@
 #include <linux/mutex.h>
 #include <linux/platform_device.h>
 #include <linux/random.h>
+#include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/sysfs.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
@@ -138,8 +148,24 @@ static struct {
 	u64 pins;
 	u64 resets;
 	u64 pinned_pages;		/* BO pages pinned by exports */
+	spinlock_t pending_lock;	/* pending */
+	struct list_head pending;	/* struct usim_pending_fd */
 } pod = {
 	.lock = __MUTEX_INITIALIZER(pod.lock),
+	.pending_lock = __SPIN_LOCK_UNLOCKED(pod.pending_lock),
+	.pending = LIST_HEAD_INIT(pod.pending),
+};
+
+/*
+ * An import's dma-buf fd, reserved by the handler and installed by
+ * usim_ioctl_call() once drm_ioctl() has copied the result out: fd_install()
+ * cannot be undone, and a copy-out that fails must leave no fd behind.
+ */
+struct usim_pending_fd {
+	struct list_head link;		/* in pod.pending */
+	struct task_struct *task;	/* the task in the ioctl */
+	struct dma_buf *dmabuf;		/* a reference, for the fd */
+	int fd;
 };
 
 /* A buffer object of one accelerator: its own memory. */
@@ -499,16 +525,53 @@ out_put:
 
 /* Import */
 
+/* The GEM handle @file has for @obj, if any (the lowest). */
+static bool usim_file_handle(struct drm_file *file, struct drm_gem_object *obj, u32 *handle)
+{
+	struct drm_gem_object *entry;
+	bool found = false;
+	int id;
+
+	spin_lock(&file->table_lock);
+	idr_for_each_entry(&file->object_idr, entry, id) {
+		if (entry == obj) {
+			*handle = id;
+			found = true;
+			break;
+		}
+	}
+	spin_unlock(&file->table_lock);
+	return found;
+}
+
 /*
- * The BO's own dma-buf, one per object, as PRIME export would give it.
- * Not drm_gem_prime_handle_to_dmabuf() (exported from 6.12): that needs a
- * GEM handle in the caller's file, and an importer need not have one.
+ * The BO's own dma-buf, one per object, as PRIME export gives it. Where the
+ * caller's file has a GEM handle of the BO and the kernel has
+ * drm_gem_prime_handle_to_dmabuf() (6.10 on), through it: it records the
+ * dma-buf with that handle in the file's PRIME cache, so that PRIME import of
+ * it in that file gives the same handle back. A caller without a handle
+ * (another file of this accelerator given the UALink handle) gets the
+ * object's dma-buf as drm_gem_prime_handle_to_fd() makes it: exported once,
+ * kept in obj->dma_buf while GEM handles exist; 6.1 has the helper only with
+ * an fd installed at once, and its PRIME import is usim_prime_fd_to_handle().
  */
-static struct dma_buf *usim_bo_dmabuf(struct drm_gem_object *obj)
+static struct dma_buf *usim_bo_dmabuf(struct drm_file *file, struct drm_gem_object *obj)
 {
 	struct drm_device *dev = obj->dev;
 	struct dma_buf *dmabuf;
+#ifdef PM_HAVE_DRM_GEM_PRIME_HANDLE_TO_DMABUF
+	u32 handle;
 
+	if (usim_file_handle(file, obj, &handle)) {
+		dmabuf = drm_gem_prime_handle_to_dmabuf(dev, file, handle, O_RDWR);
+		/* The caller closed the handle and made another under it. */
+		if (!IS_ERR(dmabuf) && dmabuf->priv != obj) {
+			dma_buf_put(dmabuf);
+			dmabuf = ERR_PTR(-ENOENT);
+		}
+		return dmabuf;
+	}
+#endif
 	mutex_lock(&dev->object_name_lock);
 	if (obj->dma_buf) {
 		dmabuf = obj->dma_buf;
@@ -527,8 +590,39 @@ static struct dma_buf *usim_bo_dmabuf(struct drm_gem_object *obj)
 	return dmabuf;
 }
 
+#ifndef PM_HAVE_DRM_GEM_PRIME_HANDLE_TO_DMABUF
+/*
+ * 6.1: a local import cannot fill the file's PRIME cache without installing
+ * an fd, so PRIME import of a BO's own dma-buf of this device gives the
+ * handle the file already has of it; anything else is
+ * drm_gem_prime_fd_to_handle()'s. drm_gem_dmabuf_release() as release means
+ * priv is a GEM object, held by the dma-buf.
+ */
+static int usim_prime_fd_to_handle(struct drm_device *dev, struct drm_file *file, int fd,
+				   u32 *handle)
+{
+	struct drm_gem_object *obj;
+	struct dma_buf *dmabuf;
+	bool found = false;
+
+	dmabuf = dma_buf_get(fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	if (dmabuf->ops->release == drm_gem_dmabuf_release) {
+		obj = dmabuf->priv;
+		if (obj->dev == dev && usim_is_bo(obj) && obj->dma_buf == dmabuf)
+			found = usim_file_handle(file, obj, handle);
+	}
+	dma_buf_put(dmabuf);
+	if (found)
+		return 0;
+	return drm_gem_prime_fd_to_handle(dev, file, fd, handle);
+}
+#endif
+
 /* amdgpu_ualink_local_import(): no NPA, the exporter's own dma-buf. */
-static struct dma_buf *usim_local_import(struct usim_accel *accel, u64 lo, u64 hi)
+static struct dma_buf *usim_local_import(struct usim_accel *accel, struct drm_file *file,
+					 u64 lo, u64 hi)
 {
 	struct drm_gem_object *obj;
 	struct usim_export *exp;
@@ -545,7 +639,7 @@ static struct dma_buf *usim_local_import(struct usim_accel *accel, u64 lo, u64 h
 	mutex_unlock(&pod.lock);
 
 	/* object_name_lock is never taken under pod.lock. */
-	dmabuf = usim_bo_dmabuf(obj);
+	dmabuf = usim_bo_dmabuf(file, obj);
 	drm_gem_object_put(obj);
 	return dmabuf;
 }
@@ -639,7 +733,9 @@ static struct usim_import *usim_import_create(struct usim_accel *accel, struct u
 	return imp;
 }
 
-static int usim_import(struct usim_accel *accel, u64 lo, u64 hi, int *fd, u64 *npa)
+/* The caller's reference to the dma-buf to hand out in *out. */
+static int usim_import(struct usim_accel *accel, struct drm_file *file, u64 lo, u64 hi,
+		       struct dma_buf **out, u64 *npa)
 {
 	u32 id = lo & AMDGPU_UALINK_HANDLE_ACCID_MASK_U64;
 	struct usim_import *imp = NULL;
@@ -672,20 +768,30 @@ static int usim_import(struct usim_accel *accel, u64 lo, u64 hi, int *fd, u64 *n
 	mutex_unlock(&pod.lock);
 
 	if (peer == accel) {
-		dmabuf = usim_local_import(accel, lo, hi);
+		dmabuf = usim_local_import(accel, file, lo, hi);
 		if (IS_ERR(dmabuf))
 			return PTR_ERR(dmabuf);
 	} else if (!imp) {
 		return ret;
 	}
-
-	ret = dma_buf_fd(dmabuf, O_CLOEXEC);
-	if (ret < 0) {
-		dma_buf_put(dmabuf);
-		return ret;
-	}
-	*fd = ret;
+	*out = dmabuf;
 	return 0;
+}
+
+/* The import fd slot of the task in usim_ioctl_call(). */
+static struct usim_pending_fd *usim_pending_find(void)
+{
+	struct usim_pending_fd *p, *found = NULL;
+
+	spin_lock(&pod.pending_lock);
+	list_for_each_entry(p, &pod.pending, link) {
+		if (p->task == current) {
+			found = p;
+			break;
+		}
+	}
+	spin_unlock(&pod.pending_lock);
+	return found;
 }
 
 /* DRM_IOCTL_AMDGPU_UALINK_HANDLE */
@@ -694,6 +800,8 @@ static int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct d
 	union drm_amdgpu_ualink_handle *args = data;
 	struct usim_accel *accel = to_accel(dev);
 	bool state_late = usim_fault(UALINK_SIM_FAULT_STATE_AFTER_OP);
+	struct usim_pending_fd *pending;
+	struct dma_buf *dmabuf;
 	u32 op, flags, gem_handle;
 	u64 lo, hi, npa;
 	int ret, fd;
@@ -728,9 +836,20 @@ static int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct d
 		return ret;
 	}
 
-	ret = usim_import(accel, lo, hi, &fd, &npa);
+	/* Only usim_fops reach here, and they always give the slot. */
+	pending = usim_pending_find();
+	if (WARN_ON_ONCE(!pending || pending->dmabuf))
+		return -EINVAL;
+	ret = usim_import(accel, file, lo, hi, &dmabuf, &npa);
 	if (ret)
 		return ret;
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		dma_buf_put(dmabuf);
+		return fd;
+	}
+	pending->dmabuf = dmabuf;
+	pending->fd = fd;
 	args->out.import_dmabuf_handle = fd;
 	if (npa && usim_fault(UALINK_SIM_FAULT_NPA_LEAK))
 		args->out.export_ualink_handle[1] = npa;
@@ -941,7 +1060,73 @@ static const struct drm_ioctl_desc usim_ioctls[] = {
 			  DRM_AUTH | DRM_RENDER_ALLOW),
 };
 
-DEFINE_DRM_GEM_FOPS(usim_fops);
+/*
+ * drm_ioctl() with the UALink ioctl's fd slot: the handler reserves an fd
+ * number for an import, drm_ioctl() copies the result out, and only then is
+ * the dma-buf installed under it; a failed copy-out releases both.
+ */
+static long usim_ioctl_call(long (*call)(struct file *filp, unsigned int cmd, unsigned long arg),
+			    struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	struct usim_pending_fd pending = { .task = current, .fd = -1 };
+	long ret;
+
+	if (cmd != DRM_IOCTL_AMDGPU_UALINK_HANDLE)
+		return call(filp, cmd, arg);
+
+	spin_lock(&pod.pending_lock);
+	list_add(&pending.link, &pod.pending);
+	spin_unlock(&pod.pending_lock);
+	ret = call(filp, cmd, arg);
+	spin_lock(&pod.pending_lock);
+	list_del(&pending.link);
+	spin_unlock(&pod.pending_lock);
+
+	if (pending.dmabuf) {
+		if (ret) {
+			put_unused_fd(pending.fd);
+			dma_buf_put(pending.dmabuf);
+		} else {
+			/* The fd owns the reference from here on. */
+			fd_install(pending.fd, pending.dmabuf->file);
+		}
+	}
+	return ret;
+}
+
+static long usim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	return usim_ioctl_call(drm_ioctl, filp, cmd, arg);
+}
+
+#ifdef CONFIG_COMPAT
+/* drm_compat_ioctl() passes driver ioctls to drm_ioctl() as they are. */
+static long usim_compat_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	return usim_ioctl_call(drm_compat_ioctl, filp, cmd, arg);
+}
+#else
+#define usim_compat_ioctl NULL
+#endif
+
+/* DRM_GEM_FOPS, less drm_ioctl() itself. */
+static const struct file_operations usim_fops = {
+	.owner			= THIS_MODULE,
+	.open			= drm_open,
+	.release		= drm_release,
+	.unlocked_ioctl		= usim_ioctl,
+	.compat_ioctl		= usim_compat_ioctl,
+	.poll			= drm_poll,
+	.read			= drm_read,
+	.llseek			= noop_llseek,
+#ifdef PM_HAVE_DRM_GEM_GET_UNMAPPED_AREA
+	.get_unmapped_area	= drm_gem_get_unmapped_area,
+#endif
+	.mmap			= drm_gem_mmap,
+#ifdef PM_HAVE_FOP_UNSIGNED_OFFSET
+	.fop_flags		= FOP_UNSIGNED_OFFSET,
+#endif
+};
 
 static const struct drm_driver usim_driver = {
 	.driver_features		= DRIVER_GEM | DRIVER_RENDER,
@@ -950,7 +1135,11 @@ static const struct drm_driver usim_driver = {
 	.fops				= &usim_fops,
 	.gem_create_object		= usim_gem_create_object,
 	.prime_handle_to_fd		= drm_gem_prime_handle_to_fd,
+#ifdef PM_HAVE_DRM_GEM_PRIME_HANDLE_TO_DMABUF
 	.prime_fd_to_handle		= drm_gem_prime_fd_to_handle,
+#else
+	.prime_fd_to_handle		= usim_prime_fd_to_handle,
+#endif
 	.gem_prime_import_sg_table	= drm_gem_shmem_prime_import_sg_table,
 #ifdef PM_HAVE_DRM_DRIVER_GEM_PRIME_MMAP
 	/* Later kernels mmap a dma-buf through the object's own .mmap. */

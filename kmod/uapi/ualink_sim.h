@@ -31,7 +31,11 @@
  * Beyond amdgpu's contract (uapi/amdgpu_ualink.h), the model's UALink ioctl:
  *  - export: -ENOSPC when pinning the BO would take the pod's exports past
  *    pin_limit_mib (an exported BO stays pinned until its handle dies; any
- *    render-node user can export, so the pins are capped, not the users).
+ *    render-node user can export, so the pins are capped, not the users);
+ *  - import: the dma-buf fd is installed only after DRM has copied the result
+ *    out; -EFAULT there leaves no fd (and no new reference) behind;
+ *  - import on the exporter: the BO's PRIME dma-buf; PRIME import of it in a
+ *    file that has a GEM handle of the BO gives that handle back.
  */
 #ifndef _UAPI_UALINK_SIM_H
 #define _UAPI_UALINK_SIM_H
