@@ -1071,7 +1071,8 @@ static long usim_ioctl_call(long (*call)(struct file *filp, unsigned int cmd, un
 	struct usim_pending_fd pending = { .task = current, .fd = -1 };
 	long ret;
 
-	if (cmd != DRM_IOCTL_AMDGPU_UALINK_HANDLE)
+	/* drm_ioctl() goes by the number alone: any type, size or direction. */
+	if (DRM_IOCTL_NR(cmd) != DRM_COMMAND_BASE + DRM_AMDGPU_UALINK_HANDLE)
 		return call(filp, cmd, arg);
 
 	spin_lock(&pod.pending_lock);
@@ -1082,6 +1083,10 @@ static long usim_ioctl_call(long (*call)(struct file *filp, unsigned int cmd, un
 	list_del(&pending.link);
 	spin_unlock(&pod.pending_lock);
 
+	/* A command that copies nothing out would hand out an fd unseen. */
+	if (pending.dmabuf && !ret &&
+	    (!(_IOC_DIR(cmd) & _IOC_READ) || _IOC_SIZE(cmd) < sizeof(__u32)))
+		ret = -EINVAL;
 	if (pending.dmabuf) {
 		if (ret) {
 			put_unused_fd(pending.fd);
