@@ -630,7 +630,7 @@ static struct dma_buf *usim_local_import(struct usim_accel *accel, struct drm_fi
 
 	mutex_lock(&pod.lock);
 	exp = xa_load(&accel->exports, lo);
-	if (!exp || exp->hi != hi) {
+	if (!exp || (exp->hi != hi && !usim_fault(UALINK_SIM_FAULT_LOCAL_LOW_HALF_MATCH))) {
 		mutex_unlock(&pod.lock);
 		return ERR_PTR(-EINVAL);
 	}
@@ -684,7 +684,7 @@ static struct usim_import *usim_import_create(struct usim_accel *accel, struct u
 		return NULL;
 	}
 	exp = xa_load(&peer->exports, lo);
-	if (!exp || exp->hi != hi) {
+	if (!exp || (exp->hi != hi && !usim_fault(UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF))) {
 		*err = -EINVAL;
 		return NULL;
 	}
@@ -794,6 +794,17 @@ static struct usim_pending_fd *usim_pending_find(void)
 	return found;
 }
 
+/* Whether nonzero flags are refused: by the contract always, on every path. */
+static bool usim_flags_checked(struct usim_accel *accel, u32 op, u64 lo)
+{
+	bool peer_import = op == DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT &&
+			   (lo & AMDGPU_UALINK_HANDLE_ACCID_MASK_U64) != accel->id;
+
+	if (usim_fault(UALINK_SIM_FAULT_FLAGS_UNCHECKED))
+		return false;
+	return !(peer_import && usim_fault(UALINK_SIM_FAULT_PEER_FLAGS_UNCHECKED));
+}
+
 /* DRM_IOCTL_AMDGPU_UALINK_HANDLE */
 static int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 {
@@ -820,7 +831,7 @@ static int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct d
 		gem_handle = lo > U32_MAX ? 0 : lo;
 
 	/* No flag is defined: refuse them all, so they can get a meaning later. */
-	if (flags && !usim_fault(UALINK_SIM_FAULT_FLAGS_UNCHECKED))
+	if (flags && usim_flags_checked(accel, op, lo))
 		return -EINVAL;
 	if (op != DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT && op != DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT)
 		return -EINVAL;

@@ -177,7 +177,13 @@ struct drm_ualink_sim_pod_stats {
 #define UALINK_SIM_FAULT_EXPORT_NOT_IDEMPOTENT	(1U << 10)
 /* export reads gem_handle as 64 bits: stale bytes of the union matter */
 #define UALINK_SIM_FAULT_GEM_HANDLE_WIDE	(1U << 11)
-#define UALINK_SIM_FAULT_ALL			((1U << 12) - 1)
+/* an import on the exporter itself is matched by handle_lo alone */
+#define UALINK_SIM_FAULT_LOCAL_LOW_HALF_MATCH	(1U << 12)
+/* flags are checked for export and local import, not for an import on a peer */
+#define UALINK_SIM_FAULT_PEER_FLAGS_UNCHECKED	(1U << 13)
+/* a peer's first import of a handle is matched by handle_lo alone */
+#define UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF	(1U << 14)
+#define UALINK_SIM_FAULT_ALL			((1U << 15) - 1)
 
 #if defined(__cplusplus)
 }
