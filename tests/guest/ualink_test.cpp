@@ -453,6 +453,24 @@ TEST_F(Model, ImportWhoseResultCannotBeWrittenLeavesNoFd)
 	}
 }
 
+// drm_ioctl() routes by number alone: a command for the UALink ioctl that
+// copies nothing back (write-only direction) must not install an fd the
+// caller never learns.
+TEST_F(Model, ImportByACommandThatReturnsNothingLeavesNoFd)
+{
+	auto bo = a().create_bo(64 << 10, vram);
+	const handle128 h = a().export_bo(bo.get());
+	const unsigned long write_only =
+		_IOW(DRM_IOCTL_BASE, DRM_COMMAND_BASE + DRM_AMDGPU_UALINK_HANDLE, drm_amdgpu_ualink_handle);
+	for (const accel *im : {&b(), &a()}) {
+		SCOPED_TRACE(im == &a() ? "import on the exporter" : "import on a peer");
+		const size_t before = open_fds();
+		auto arg = import_arg(h);
+		EXPECT_EQ(drmIoctl(im->fd(), write_only, &arg) ? -errno : 0, -EINVAL);
+		EXPECT_EQ(open_fds(), before) << "an fd the caller cannot know was installed";
+	}
+}
+
 // A local import hands out the BO's PRIME dma-buf: PRIME import of it in the
 // exporter's file gives the file's own GEM handle (DRM's per-file cache), no
 // second handle, every time; a file without a handle gets one, the same one
