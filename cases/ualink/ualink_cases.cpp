@@ -440,6 +440,13 @@ void nonzero_flags(case_context &c)
 	const handle128 good = a.export_bo(bo.get());
 	unique_fd fd;
 	c.expect_rc("import (on the exporter) with flags 0x1", "flags", a.try_import(good, fd, 1));
+	// The same rule on the other import path: an importer on a peer.
+	if (c.pod.remote_count() > 0) {
+		unique_fd pfd;
+		c.expect_rc("import on a peer with flags 0x1", "flags", c.pod.remote().try_import(good, pfd, 1));
+		c.expect_rc("import on a peer with flags 0x80000000", "flags",
+			    c.pod.remote().try_import(good, pfd, 0x80000000u));
+	}
 	c.facts["note"] = "the posted amdgpu ioctl never reads flags (a defect this case flags)";
 }
 
@@ -632,6 +639,26 @@ void import_forged(case_context &c)
 	refused("right handle_lo, wrong handle_hi, after a legitimate import",
 		{h.lo, h.hi ^ 0x8000000000000000ull});
 	refused("right handle_lo, handle_hi 0, after a legitimate import", {h.lo, 0});
+	// Every import path reaches the same decision: the exporter itself (the
+	// local import), before and after a legitimate local import, and a
+	// second importer whose first import this is.
+	auto refused_on = [&](const accel &on, const std::string &what, handle128 f) {
+		unique_fd fd;
+		c.expect_rc(what, "forged", on.try_import(f, fd));
+	};
+	refused_on(a, "on the exporter: right handle_lo, wrong handle_hi", {h.lo, h.hi ^ 1});
+	unique_fd local;
+	c.expect_rc("the exported handle on the exporter", "legit", a.try_import(h, local));
+	refused_on(a, "on the exporter: right handle_lo, handle_hi 0, after a local import", {h.lo, 0});
+	if (c.pod.remote_count() > 1) {
+		const accel &second = c.pod.remote(1);
+		refused_on(second, "a second importer: right handle_lo, wrong handle_hi, its first import",
+			   {h.lo, h.hi ^ 4});
+		unique_fd fd2;
+		c.expect_rc("the exported handle on a second importer", "legit", second.try_import(h, fd2));
+		refused_on(second, "a second importer: right handle_lo, wrong handle_hi, after its import",
+			   {h.lo, ~h.hi});
+	}
 	c.facts["note"] = "the posted driver looks an imported handle up by handle_lo alone";
 }
 
@@ -1093,6 +1120,12 @@ const std::vector<fault_def> &fault_table()
 		 "every export makes a new handle", "export-idempotent"},
 		{UALINK_SIM_FAULT_GEM_HANDLE_WIDE, "gem-handle-wide",
 		 "export reads gem_handle as 64 bits (stale union bytes matter)", "union-aliasing"},
+		{UALINK_SIM_FAULT_LOCAL_LOW_HALF_MATCH, "local-low-half-match",
+		 "an import on the exporter itself is matched by handle_lo alone", "import-forged-refused"},
+		{UALINK_SIM_FAULT_PEER_FLAGS_UNCHECKED, "peer-flags-unchecked",
+		 "unknown flags accepted on an import on a peer", "nonzero-flags-rejected"},
+		{UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF, "first-import-low-half",
+		 "a peer's first import is matched by handle_lo alone", "import-forged-refused"},
 	};
 	return table;
 }

@@ -24,7 +24,15 @@
  *    every importer's access is revoked;
  *  - a node reset or offline makes its peers clean up;
  *  - accel_state not "active" gives -EOPNOTSUPP before anything else, and
- *    unknown flags are refused (the posted driver does not check them).
+ *    unknown flags are refused (the posted driver does not check them);
+ *  - what exports pin, all accelerators together, is capped (parameter
+ *    "pin_limit_mib"): past it an export fails with -ENOSPC;
+ *  - an import's dma-buf fd is installed only once DRM has copied the result
+ *    out: a caller whose argument cannot be written back gets -EFAULT and no
+ *    fd;
+ *  - a local import hands out the BO's PRIME dma-buf through the DRM helper
+ *    where the kernel has one (drm_gem_prime_handle_to_dmabuf()), so that
+ *    PRIME import of it gives the caller's own GEM handle back.
  *
  * Model-only ioctls (uapi/ualink_sim.h) create BOs, perform loads/stores
  * over the simulated fabric and report pins and object counts; a debugfs
@@ -38,16 +46,21 @@
 #include <linux/debugfs.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/file.h>
+#include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/platform_device.h>
 #include <linux/random.h>
+#include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/sysfs.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
@@ -79,6 +92,16 @@
 static unsigned int accelerators = 4;
 module_param(accelerators, uint, 0444);
 MODULE_PARM_DESC(accelerators, "Accelerators in the simulated pod (1-64, default 4)");
+
+/*
+ * Exported BOs stay pinned (unmovable, unswappable shmem pages) for as long
+ * as they are exported, and a render node is open to any user: without a
+ * pod-wide cap any user could pin all memory. 0 at load: an eighth of RAM.
+ */
+static unsigned int pin_limit_mib;
+module_param(pin_limit_mib, uint, 0644);
+MODULE_PARM_DESC(pin_limit_mib,
+		 "MiB all exports of the pod may pin together; past it export fails with ENOSPC (default: RAM/8)");
 
 /* amdgpu's enum amdgpu_ualink_accel_state, shown by name in sysfs. */
 enum usim_state {
@@ -124,8 +147,25 @@ static struct {
 	u64 imports;
 	u64 pins;
 	u64 resets;
+	u64 pinned_pages;		/* BO pages pinned by exports */
+	spinlock_t pending_lock;	/* pending */
+	struct list_head pending;	/* struct usim_pending_fd */
 } pod = {
 	.lock = __MUTEX_INITIALIZER(pod.lock),
+	.pending_lock = __SPIN_LOCK_UNLOCKED(pod.pending_lock),
+	.pending = LIST_HEAD_INIT(pod.pending),
+};
+
+/*
+ * An import's dma-buf fd, reserved by the handler and installed by
+ * usim_ioctl_call() once drm_ioctl() has copied the result out: fd_install()
+ * cannot be undone, and a copy-out that fails must leave no fd behind.
+ */
+struct usim_pending_fd {
+	struct list_head link;		/* in pod.pending */
+	struct task_struct *task;	/* the task in the ioctl */
+	struct dma_buf *dmabuf;		/* a reference, for the fd */
+	int fd;
 };
 
 /* A buffer object of one accelerator: its own memory. */
@@ -229,6 +269,7 @@ static void usim_export_destroy(struct usim_export *exp)
 	xa_erase(&exp->accel->exports, exp->lo);
 	bo->export = NULL;
 	drm_gem_shmem_unpin(&bo->base);
+	pod.pinned_pages -= bo->base.base.size >> PAGE_SHIFT;
 	drm_gem_object_put(&bo->base.base);
 	kfree(exp);
 	pod.exports--;
@@ -380,9 +421,15 @@ static int usim_index_export(struct usim_accel *accel, struct usim_export *exp)
 
 static struct usim_export *usim_export_create(struct usim_accel *accel, struct usim_bo *bo)
 {
+	u64 npages = bo->base.base.size >> PAGE_SHIFT;
+	u64 limit = (u64)READ_ONCE(pin_limit_mib) << (20 - PAGE_SHIFT);
 	struct usim_export *exp;
 	int ret;
 
+	lockdep_assert_held(&pod.lock);
+	/* The pod-wide cap on what exports pin: refused, not OOM. */
+	if (npages > limit || pod.pinned_pages > limit - npages)
+		return ERR_PTR(-ENOSPC);
 	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
 	if (!exp)
 		return ERR_PTR(-ENOMEM);
@@ -399,6 +446,7 @@ static struct usim_export *usim_export_create(struct usim_accel *accel, struct u
 	drm_gem_object_get(&bo->base.base);
 	bo->export = exp;
 	pod.exports++;
+	pod.pinned_pages += npages;
 	return exp;
 
 err_unpin:
@@ -477,16 +525,53 @@ out_put:
 
 /* Import */
 
+/* The GEM handle @file has for @obj, if any (the lowest). */
+static bool usim_file_handle(struct drm_file *file, struct drm_gem_object *obj, u32 *handle)
+{
+	struct drm_gem_object *entry;
+	bool found = false;
+	int id;
+
+	spin_lock(&file->table_lock);
+	idr_for_each_entry(&file->object_idr, entry, id) {
+		if (entry == obj) {
+			*handle = id;
+			found = true;
+			break;
+		}
+	}
+	spin_unlock(&file->table_lock);
+	return found;
+}
+
 /*
- * The BO's own dma-buf, one per object, as PRIME export would give it.
- * Not drm_gem_prime_handle_to_dmabuf() (exported from 6.12): that needs a
- * GEM handle in the caller's file, and an importer need not have one.
+ * The BO's own dma-buf, one per object, as PRIME export gives it. Where the
+ * caller's file has a GEM handle of the BO and the kernel has
+ * drm_gem_prime_handle_to_dmabuf() (6.10 on), through it: it records the
+ * dma-buf with that handle in the file's PRIME cache, so that PRIME import of
+ * it in that file gives the same handle back. A caller without a handle
+ * (another file of this accelerator given the UALink handle) gets the
+ * object's dma-buf as drm_gem_prime_handle_to_fd() makes it: exported once,
+ * kept in obj->dma_buf while GEM handles exist; 6.1 has the helper only with
+ * an fd installed at once, and its PRIME import is usim_prime_fd_to_handle().
  */
-static struct dma_buf *usim_bo_dmabuf(struct drm_gem_object *obj)
+static struct dma_buf *usim_bo_dmabuf(struct drm_file *file, struct drm_gem_object *obj)
 {
 	struct drm_device *dev = obj->dev;
 	struct dma_buf *dmabuf;
+#ifdef PM_HAVE_DRM_GEM_PRIME_HANDLE_TO_DMABUF
+	u32 handle;
 
+	if (usim_file_handle(file, obj, &handle)) {
+		dmabuf = drm_gem_prime_handle_to_dmabuf(dev, file, handle, O_RDWR);
+		/* The caller closed the handle and made another under it. */
+		if (!IS_ERR(dmabuf) && dmabuf->priv != obj) {
+			dma_buf_put(dmabuf);
+			dmabuf = ERR_PTR(-ENOENT);
+		}
+		return dmabuf;
+	}
+#endif
 	mutex_lock(&dev->object_name_lock);
 	if (obj->dma_buf) {
 		dmabuf = obj->dma_buf;
@@ -505,8 +590,39 @@ static struct dma_buf *usim_bo_dmabuf(struct drm_gem_object *obj)
 	return dmabuf;
 }
 
+#ifndef PM_HAVE_DRM_GEM_PRIME_HANDLE_TO_DMABUF
+/*
+ * 6.1: a local import cannot fill the file's PRIME cache without installing
+ * an fd, so PRIME import of a BO's own dma-buf of this device gives the
+ * handle the file already has of it; anything else is
+ * drm_gem_prime_fd_to_handle()'s. drm_gem_dmabuf_release() as release means
+ * priv is a GEM object, held by the dma-buf.
+ */
+static int usim_prime_fd_to_handle(struct drm_device *dev, struct drm_file *file, int fd,
+				   u32 *handle)
+{
+	struct drm_gem_object *obj;
+	struct dma_buf *dmabuf;
+	bool found = false;
+
+	dmabuf = dma_buf_get(fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	if (dmabuf->ops->release == drm_gem_dmabuf_release) {
+		obj = dmabuf->priv;
+		if (obj->dev == dev && usim_is_bo(obj) && obj->dma_buf == dmabuf)
+			found = usim_file_handle(file, obj, handle);
+	}
+	dma_buf_put(dmabuf);
+	if (found)
+		return 0;
+	return drm_gem_prime_fd_to_handle(dev, file, fd, handle);
+}
+#endif
+
 /* amdgpu_ualink_local_import(): no NPA, the exporter's own dma-buf. */
-static struct dma_buf *usim_local_import(struct usim_accel *accel, u64 lo, u64 hi)
+static struct dma_buf *usim_local_import(struct usim_accel *accel, struct drm_file *file,
+					 u64 lo, u64 hi)
 {
 	struct drm_gem_object *obj;
 	struct usim_export *exp;
@@ -514,7 +630,7 @@ static struct dma_buf *usim_local_import(struct usim_accel *accel, u64 lo, u64 h
 
 	mutex_lock(&pod.lock);
 	exp = xa_load(&accel->exports, lo);
-	if (!exp || exp->hi != hi) {
+	if (!exp || (exp->hi != hi && !usim_fault(UALINK_SIM_FAULT_LOCAL_LOW_HALF_MATCH))) {
 		mutex_unlock(&pod.lock);
 		return ERR_PTR(-EINVAL);
 	}
@@ -523,7 +639,7 @@ static struct dma_buf *usim_local_import(struct usim_accel *accel, u64 lo, u64 h
 	mutex_unlock(&pod.lock);
 
 	/* object_name_lock is never taken under pod.lock. */
-	dmabuf = usim_bo_dmabuf(obj);
+	dmabuf = usim_bo_dmabuf(file, obj);
 	drm_gem_object_put(obj);
 	return dmabuf;
 }
@@ -568,7 +684,7 @@ static struct usim_import *usim_import_create(struct usim_accel *accel, struct u
 		return NULL;
 	}
 	exp = xa_load(&peer->exports, lo);
-	if (!exp || exp->hi != hi) {
+	if (!exp || (exp->hi != hi && !usim_fault(UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF))) {
 		*err = -EINVAL;
 		return NULL;
 	}
@@ -617,7 +733,9 @@ static struct usim_import *usim_import_create(struct usim_accel *accel, struct u
 	return imp;
 }
 
-static int usim_import(struct usim_accel *accel, u64 lo, u64 hi, int *fd, u64 *npa)
+/* The caller's reference to the dma-buf to hand out in *out. */
+static int usim_import(struct usim_accel *accel, struct drm_file *file, u64 lo, u64 hi,
+		       struct dma_buf **out, u64 *npa)
 {
 	u32 id = lo & AMDGPU_UALINK_HANDLE_ACCID_MASK_U64;
 	struct usim_import *imp = NULL;
@@ -650,20 +768,41 @@ static int usim_import(struct usim_accel *accel, u64 lo, u64 hi, int *fd, u64 *n
 	mutex_unlock(&pod.lock);
 
 	if (peer == accel) {
-		dmabuf = usim_local_import(accel, lo, hi);
+		dmabuf = usim_local_import(accel, file, lo, hi);
 		if (IS_ERR(dmabuf))
 			return PTR_ERR(dmabuf);
 	} else if (!imp) {
 		return ret;
 	}
-
-	ret = dma_buf_fd(dmabuf, O_CLOEXEC);
-	if (ret < 0) {
-		dma_buf_put(dmabuf);
-		return ret;
-	}
-	*fd = ret;
+	*out = dmabuf;
 	return 0;
+}
+
+/* The import fd slot of the task in usim_ioctl_call(). */
+static struct usim_pending_fd *usim_pending_find(void)
+{
+	struct usim_pending_fd *p, *found = NULL;
+
+	spin_lock(&pod.pending_lock);
+	list_for_each_entry(p, &pod.pending, link) {
+		if (p->task == current) {
+			found = p;
+			break;
+		}
+	}
+	spin_unlock(&pod.pending_lock);
+	return found;
+}
+
+/* Whether nonzero flags are refused: by the contract always, on every path. */
+static bool usim_flags_checked(struct usim_accel *accel, u32 op, u64 lo)
+{
+	bool peer_import = op == DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT &&
+			   (lo & AMDGPU_UALINK_HANDLE_ACCID_MASK_U64) != accel->id;
+
+	if (usim_fault(UALINK_SIM_FAULT_FLAGS_UNCHECKED))
+		return false;
+	return !(peer_import && usim_fault(UALINK_SIM_FAULT_PEER_FLAGS_UNCHECKED));
 }
 
 /* DRM_IOCTL_AMDGPU_UALINK_HANDLE */
@@ -672,6 +811,8 @@ static int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct d
 	union drm_amdgpu_ualink_handle *args = data;
 	struct usim_accel *accel = to_accel(dev);
 	bool state_late = usim_fault(UALINK_SIM_FAULT_STATE_AFTER_OP);
+	struct usim_pending_fd *pending;
+	struct dma_buf *dmabuf;
 	u32 op, flags, gem_handle;
 	u64 lo, hi, npa;
 	int ret, fd;
@@ -690,7 +831,7 @@ static int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct d
 		gem_handle = lo > U32_MAX ? 0 : lo;
 
 	/* No flag is defined: refuse them all, so they can get a meaning later. */
-	if (flags && !usim_fault(UALINK_SIM_FAULT_FLAGS_UNCHECKED))
+	if (flags && usim_flags_checked(accel, op, lo))
 		return -EINVAL;
 	if (op != DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT && op != DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT)
 		return -EINVAL;
@@ -706,9 +847,20 @@ static int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct d
 		return ret;
 	}
 
-	ret = usim_import(accel, lo, hi, &fd, &npa);
+	/* Only usim_fops reach here, and they always give the slot. */
+	pending = usim_pending_find();
+	if (WARN_ON_ONCE(!pending || pending->dmabuf))
+		return -EINVAL;
+	ret = usim_import(accel, file, lo, hi, &dmabuf, &npa);
 	if (ret)
 		return ret;
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		dma_buf_put(dmabuf);
+		return fd;
+	}
+	pending->dmabuf = dmabuf;
+	pending->fd = fd;
 	args->out.import_dmabuf_handle = fd;
 	if (npa && usim_fault(UALINK_SIM_FAULT_NPA_LEAK))
 		args->out.export_ualink_handle[1] = npa;
@@ -901,6 +1053,8 @@ static int usim_pod_stats_ioctl(struct drm_device *dev, void *data, struct drm_f
 	args->pins = pod.pins;
 	args->resets = pod.resets;
 	mutex_unlock(&pod.lock);
+	args->pinned_bytes = pod.pinned_pages << PAGE_SHIFT;
+	args->pin_limit_bytes = (u64)READ_ONCE(pin_limit_mib) << 20;
 	args->bos = atomic64_read(&pod.bos);
 	args->remote_objects = atomic64_read(&pod.remote_objects);
 	return 0;
@@ -917,7 +1071,78 @@ static const struct drm_ioctl_desc usim_ioctls[] = {
 			  DRM_AUTH | DRM_RENDER_ALLOW),
 };
 
-DEFINE_DRM_GEM_FOPS(usim_fops);
+/*
+ * drm_ioctl() with the UALink ioctl's fd slot: the handler reserves an fd
+ * number for an import, drm_ioctl() copies the result out, and only then is
+ * the dma-buf installed under it; a failed copy-out releases both.
+ */
+static long usim_ioctl_call(long (*call)(struct file *filp, unsigned int cmd, unsigned long arg),
+			    struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	struct usim_pending_fd pending = { .task = current, .fd = -1 };
+	long ret;
+
+	/* drm_ioctl() goes by the number alone: any type, size or direction. */
+	if (DRM_IOCTL_NR(cmd) != DRM_COMMAND_BASE + DRM_AMDGPU_UALINK_HANDLE)
+		return call(filp, cmd, arg);
+
+	spin_lock(&pod.pending_lock);
+	list_add(&pending.link, &pod.pending);
+	spin_unlock(&pod.pending_lock);
+	ret = call(filp, cmd, arg);
+	spin_lock(&pod.pending_lock);
+	list_del(&pending.link);
+	spin_unlock(&pod.pending_lock);
+
+	/* A command that copies nothing out would hand out an fd unseen. */
+	if (pending.dmabuf && !ret &&
+	    (!(_IOC_DIR(cmd) & _IOC_READ) || _IOC_SIZE(cmd) < sizeof(__u32)))
+		ret = -EINVAL;
+	if (pending.dmabuf) {
+		if (ret) {
+			put_unused_fd(pending.fd);
+			dma_buf_put(pending.dmabuf);
+		} else {
+			/* The fd owns the reference from here on. */
+			fd_install(pending.fd, pending.dmabuf->file);
+		}
+	}
+	return ret;
+}
+
+static long usim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	return usim_ioctl_call(drm_ioctl, filp, cmd, arg);
+}
+
+#ifdef CONFIG_COMPAT
+/* drm_compat_ioctl() passes driver ioctls to drm_ioctl() as they are. */
+static long usim_compat_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	return usim_ioctl_call(drm_compat_ioctl, filp, cmd, arg);
+}
+#else
+#define usim_compat_ioctl NULL
+#endif
+
+/* DRM_GEM_FOPS, less drm_ioctl() itself. */
+static const struct file_operations usim_fops = {
+	.owner			= THIS_MODULE,
+	.open			= drm_open,
+	.release		= drm_release,
+	.unlocked_ioctl		= usim_ioctl,
+	.compat_ioctl		= usim_compat_ioctl,
+	.poll			= drm_poll,
+	.read			= drm_read,
+	.llseek			= noop_llseek,
+#ifdef PM_HAVE_DRM_GEM_GET_UNMAPPED_AREA
+	.get_unmapped_area	= drm_gem_get_unmapped_area,
+#endif
+	.mmap			= drm_gem_mmap,
+#ifdef PM_HAVE_FOP_UNSIGNED_OFFSET
+	.fop_flags		= FOP_UNSIGNED_OFFSET,
+#endif
+};
 
 static const struct drm_driver usim_driver = {
 	.driver_features		= DRIVER_GEM | DRIVER_RENDER,
@@ -926,7 +1151,11 @@ static const struct drm_driver usim_driver = {
 	.fops				= &usim_fops,
 	.gem_create_object		= usim_gem_create_object,
 	.prime_handle_to_fd		= drm_gem_prime_handle_to_fd,
+#ifdef PM_HAVE_DRM_GEM_PRIME_HANDLE_TO_DMABUF
 	.prime_fd_to_handle		= drm_gem_prime_fd_to_handle,
+#else
+	.prime_fd_to_handle		= usim_prime_fd_to_handle,
+#endif
 	.gem_prime_import_sg_table	= drm_gem_shmem_prime_import_sg_table,
 #ifdef PM_HAVE_DRM_DRIVER_GEM_PRIME_MMAP
 	/* Later kernels mmap a dma-buf through the object's own .mmap. */
@@ -1155,6 +1384,8 @@ static int __init usim_init(void)
 	BUILD_BUG_ON(sizeof(unsigned long) < sizeof(u64));
 	if (!accelerators || accelerators > USIM_MAX_ACCELS)
 		return -EINVAL;
+	if (!pin_limit_mib)
+		pin_limit_mib = max(1UL, (totalram_pages() >> (20 - PAGE_SHIFT)) / 8);
 
 	for (i = 0; i < accelerators; i++) {
 		ret = usim_accel_create(i);

@@ -22,7 +22,20 @@
  *   debugfs ualink_sim/faults        UALINK_SIM_FAULT_* bitmask (rw, hex)
  *   debugfs ualink_sim/npa           live NPA ranges, as only the kernel
  *                                    drivers see them (ro)
+ *   /sys/module/ualink_sim/parameters/pin_limit_mib
+ *                                    MiB that exports of the whole pod may
+ *                                    pin together (rw, root; default at load
+ *                                    an eighth of RAM)
  * where <dev> is /sys/class/drm/renderD<N>/device.
+ *
+ * Beyond amdgpu's contract (uapi/amdgpu_ualink.h), the model's UALink ioctl:
+ *  - export: -ENOSPC when pinning the BO would take the pod's exports past
+ *    pin_limit_mib (an exported BO stays pinned until its handle dies; any
+ *    render-node user can export, so the pins are capped, not the users);
+ *  - import: the dma-buf fd is installed only after DRM has copied the result
+ *    out; -EFAULT there leaves no fd (and no new reference) behind;
+ *  - import on the exporter: the BO's PRIME dma-buf; PRIME import of it in a
+ *    file that has a GEM handle of the BO gives that handle back.
  */
 #ifndef _UAPI_UALINK_SIM_H
 #define _UAPI_UALINK_SIM_H
@@ -118,6 +131,8 @@ struct drm_ualink_sim_pod_stats {
 	__u64 imports;		/* importer nodes (one per handle and importer) */
 	__u64 pins;		/* pins held for importers */
 	__u64 resets;		/* node resets and offline transitions */
+	__u64 pinned_bytes;	/* BO memory exports pin, all accelerators */
+	__u64 pin_limit_bytes;	/* the cap on it: pin_limit_mib */
 };
 
 #define DRM_IOCTL_UALINK_SIM_GEM_CREATE \
@@ -162,7 +177,13 @@ struct drm_ualink_sim_pod_stats {
 #define UALINK_SIM_FAULT_EXPORT_NOT_IDEMPOTENT	(1U << 10)
 /* export reads gem_handle as 64 bits: stale bytes of the union matter */
 #define UALINK_SIM_FAULT_GEM_HANDLE_WIDE	(1U << 11)
-#define UALINK_SIM_FAULT_ALL			((1U << 12) - 1)
+/* an import on the exporter itself is matched by handle_lo alone */
+#define UALINK_SIM_FAULT_LOCAL_LOW_HALF_MATCH	(1U << 12)
+/* flags are checked for export and local import, not for an import on a peer */
+#define UALINK_SIM_FAULT_PEER_FLAGS_UNCHECKED	(1U << 13)
+/* a peer's first import of a handle is matched by handle_lo alone */
+#define UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF	(1U << 14)
+#define UALINK_SIM_FAULT_ALL			((1U << 15) - 1)
 
 #if defined(__cplusplus)
 }

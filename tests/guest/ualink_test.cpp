@@ -342,6 +342,177 @@ TEST_F(Model, SysfsKnobsRefuseGarbage)
 }
 
 // ---------------------------------------------------------------------------
+// Limits and descriptors (issue 13, item 11)
+
+namespace {
+
+const fs::path pin_limit_knob = "/sys/module/ualink_sim/parameters/pin_limit_mib";
+
+size_t open_fds()
+{
+	size_t n = 0;
+	for (const auto &e : fs::directory_iterator("/proc/self/fd")) {
+		(void)e;
+		n++;
+	}
+	return n;
+}
+
+// The UALink ioctl with its argument on a read-only page: DRM copies it in,
+// the handler acts, the copy-out fails.
+int ualink_ioctl_readonly(const accel &a, const drm_amdgpu_ualink_handle &arg)
+{
+	const size_t page = size_t(sysconf(_SC_PAGESIZE));
+	void *p = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	std::memcpy(p, &arg, sizeof(arg));
+	mprotect(p, page, PROT_READ);
+	const int rc = drmIoctl(a.fd(), DRM_IOCTL_AMDGPU_UALINK_HANDLE, p) ? -errno : 0;
+	munmap(p, page);
+	return rc;
+}
+
+drm_amdgpu_ualink_handle import_arg(const handle128 &h)
+{
+	drm_amdgpu_ualink_handle arg{};
+	arg.in.op = DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT;
+	arg.in.import_ualink_handle[0] = h.lo;
+	arg.in.import_ualink_handle[1] = h.hi;
+	return arg;
+}
+
+std::string read_text(const fs::path &p)
+{
+	std::ifstream in(p);
+	std::string s;
+	std::getline(in, s);
+	return s;
+}
+
+bool write_text(const fs::path &p, const std::string &text)
+{
+	std::ofstream out(p);
+	out << text;
+	out.flush();
+	return bool(out);
+}
+
+} // namespace
+
+// Exported BOs stay pinned: the pod caps what all exports pin together, and
+// an export past the cap is refused (ENOSPC), not an OOM kill.
+TEST_F(Model, ExportsPastThePodPinCapAreRefused)
+{
+	ASSERT_TRUE(fs::exists(pin_limit_knob)) << "no pod-wide pin cap (" << pin_limit_knob << ")";
+	const std::string saved = read_text(pin_limit_knob);
+	EXPECT_GT(std::stoul(saved), 0u) << "a default cap is set at load";
+	EXPECT_EQ(a().stats().pin_limit_bytes, std::stoull(saved) << 20);
+	ASSERT_TRUE(write_text(pin_limit_knob, "1"));
+	const uint64_t pinned0 = a().stats().pinned_bytes;
+	ASSERT_EQ(pinned0, 0u) << "another test left exports behind";
+
+	auto x = a().create_bo(512 << 10, vram);
+	auto y = b().create_bo(512 << 10, vram);
+	auto z = c().create_bo(4096, vram);
+	handle128 hx, hy, hz;
+	EXPECT_EQ(a().try_export(x.get(), hx), 0);
+	EXPECT_EQ(b().try_export(y.get(), hy), 0) << "up to the cap, over all accelerators";
+	EXPECT_EQ(a().stats().pinned_bytes, 1u << 20);
+	EXPECT_EQ(a().stats().pin_limit_bytes, 1u << 20);
+	EXPECT_EQ(c().try_export(z.get(), hz), -ENOSPC) << "one page past the cap";
+	handle128 again;
+	EXPECT_EQ(a().try_export(x.get(), again), 0) << "exporting an exported BO pins nothing new";
+	EXPECT_EQ(again, hx);
+	EXPECT_EQ(c().info(z.get()).exported, 0u) << "a refused export left a handle";
+	// An import pins nothing more, and works at the cap.
+	auto fd = c().import(hx);
+	EXPECT_EQ(a().stats().pinned_bytes, 1u << 20);
+	x.reset();	// the handle dies, its pin goes
+	EXPECT_EQ(a().stats().pinned_bytes, 512u << 10);
+	EXPECT_EQ(c().try_export(z.get(), hz), 0) << "room again once a handle died";
+	EXPECT_TRUE(write_text(pin_limit_knob, saved));
+}
+
+// The import's dma-buf fd goes in only after DRM copied the result out: an
+// unwritable argument gets EFAULT and leaves no descriptor behind.
+TEST_F(Model, ImportWhoseResultCannotBeWrittenLeavesNoFd)
+{
+	auto bo = a().create_bo(64 << 10, vram);
+	const handle128 h = a().export_bo(bo.get());
+	for (const accel *im : {&b(), &a()}) {
+		SCOPED_TRACE(im == &a() ? "import on the exporter" : "import on a peer");
+		const size_t before = open_fds();
+		EXPECT_EQ(ualink_ioctl_readonly(*im, import_arg(h)), -EFAULT);
+		EXPECT_EQ(open_fds(), before) << "a dma-buf fd was installed for an EFAULT";
+		EXPECT_EQ(ualink_ioctl_readonly(*im, import_arg(h)), -EFAULT) << "again";
+		EXPECT_EQ(open_fds(), before);
+		unique_fd fd;
+		EXPECT_EQ(im->try_import(h, fd), 0) << "a writable argument works after";
+		EXPECT_TRUE(is_dmabuf(fd.get()));
+	}
+}
+
+// drm_ioctl() routes by number alone: a command for the UALink ioctl that
+// copies nothing back (write-only direction) must not install an fd the
+// caller never learns.
+TEST_F(Model, ImportByACommandThatReturnsNothingLeavesNoFd)
+{
+	auto bo = a().create_bo(64 << 10, vram);
+	const handle128 h = a().export_bo(bo.get());
+	const unsigned long write_only =
+		_IOW(DRM_IOCTL_BASE, DRM_COMMAND_BASE + DRM_AMDGPU_UALINK_HANDLE, drm_amdgpu_ualink_handle);
+	for (const accel *im : {&b(), &a()}) {
+		SCOPED_TRACE(im == &a() ? "import on the exporter" : "import on a peer");
+		const size_t before = open_fds();
+		auto arg = import_arg(h);
+		EXPECT_EQ(drmIoctl(im->fd(), write_only, &arg) ? -errno : 0, -EINVAL);
+		EXPECT_EQ(open_fds(), before) << "an fd the caller cannot know was installed";
+	}
+}
+
+// A local import hands out the BO's PRIME dma-buf: PRIME import of it in the
+// exporter's file gives the file's own GEM handle (DRM's per-file cache), no
+// second handle, every time; a file without a handle gets one, the same one
+// each time.
+TEST_F(Model, LocalImportGivesTheCallersOwnHandleBack)
+{
+	auto bo = a().create_bo(64 << 10, vram);
+	const handle128 h = a().export_bo(bo.get());
+	auto fd = a().import(h);	// no PRIME export of the BO before
+	for (int i = 0; i < 2; i++) {
+		uint32_t got = 0;
+		ASSERT_EQ(a().try_prime_to_handle(fd.get(), got), 0);
+		EXPECT_EQ(got, bo.get()) << "PRIME import " << i + 1 << " made another handle";
+		if (got != bo.get())
+			a().gem_close(got);
+	}
+	EXPECT_EQ(a().info(bo.get()).handles, 1u);
+	auto own = a().prime_export(bo.get());
+	EXPECT_EQ(identify(own.get()), identify(fd.get())) << "PRIME export gives the same dma-buf";
+
+	accel a2 = a().reopen();
+	auto fd2 = a2.import(h);
+	EXPECT_EQ(identify(fd2.get()), identify(fd.get())) << "one dma-buf per BO";
+	auto h2 = a2.prime_to_handle(fd2.get());
+	uint32_t h2again = 0;
+	ASSERT_EQ(a2.try_prime_to_handle(fd.get(), h2again), 0);
+	EXPECT_EQ(h2again, h2.get()) << "the same dma-buf twice in one file";
+	if (h2again != h2.get())
+		a2.gem_close(h2again);
+
+	// A peer's import: the same object, the same handle, every time.
+	auto rfd = b().import(h);
+	auto rh = b().prime_to_handle(rfd.get());
+	auto rfd2 = b().import(h);
+	uint32_t rh2 = 0;
+	ASSERT_EQ(b().try_prime_to_handle(rfd2.get(), rh2), 0);
+	EXPECT_EQ(rh2, rh.get());
+	if (rh2 != rh.get())
+		b().gem_close(rh2);
+}
+
+// ---------------------------------------------------------------------------
 // Lifetimes: nothing outlives its holder
 
 TEST_F(Model, SigkillOfTheHoldersReleasesEverything)
