@@ -38,10 +38,8 @@ struct node_files {
 	std::string node;	// status.json's, else the directory's name
 };
 
-const char *const node_states[] = {"ran", "cannot_run", "failed"};
-
 // Reads and checks a node directory: something in it, each file an object,
-// a known state, results.json a results document.
+// a state that is a string, results.json a results document.
 node_files read_node(const fs::path &dir)
 {
 	if (!fs::is_directory(dir))
@@ -53,11 +51,11 @@ node_files read_node(const fs::path &dir)
 	const fs::path status_file = dir / "status.json";
 	if (const json *node = report::member(n.status, "node"); node && (!node->is_string() || node->empty()))
 		throw usage_error("report --fleet: " + status_file.string() + ": node is not a name");
-	if (const json *state = report::member(n.status, "state");
-	    state && std::none_of(std::begin(node_states), std::end(node_states),
-				  [&](const char *s) { return *state == s; }))
+	// Any state but "ran" and "cannot_run" is a failed node (the playbook
+	// may leave "ready" from the preflight): a state must be a word.
+	if (const json *state = report::member(n.status, "state"); state && !state->is_string())
 		throw usage_error("report --fleet: " + status_file.string() + ": state " + state->dump() +
-				  " is not ran, cannot_run or failed");
+				  " is not a string");
 	if (!n.results.is_null())
 		report::check_schema(n.results, (dir / "results.json").string());
 	n.node = report::text_at(n.status, "node", dir.filename().string());

@@ -216,7 +216,7 @@ TEST(ReportInput, FleetRefusesUnusableNodes)
 	fs::create_directories(dir / "empty");
 	write_file(dir / "array" / "status.json", "[1,2,3]");
 	write_file(dir / "facts" / "facts.json", "[1]");
-	write_file(dir / "state" / "status.json", R"({"node": "s", "state": "banana"})");
+	write_file(dir / "state" / "status.json", R"({"node": "s", "state": 42})");
 	json banana = results;
 	banana["cases"][0]["verdict"] = "banana";
 	write_file(dir / "bad" / "results.json", banana.dump());
@@ -230,7 +230,7 @@ TEST(ReportInput, FleetRefusesUnusableNodes)
 	expect_refused(fleet({"n1", "empty"}), "empty: no status.json, facts.json or results.json", dir);
 	expect_refused(fleet({"n1", "array"}), "status.json: not a JSON object", dir);
 	expect_refused(fleet({"n1", "facts"}), "facts.json: not a JSON object", dir);
-	expect_refused(fleet({"n1", "state"}), "state \"banana\"", dir);
+	expect_refused(fleet({"n1", "state"}), "state 42 is not a string", dir);
 	expect_refused(fleet({"n1", "n1"}), "node n1 twice", dir);
 	expect_refused(fleet({"n1", "n2"}), "node n1 twice", dir);
 	expect_refused(fleet({"n1", "bad"}), "verdict \"banana\"", dir);
