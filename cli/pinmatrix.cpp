@@ -267,7 +267,9 @@ int main(int argc, char **argv)
 			       "NODE_DIR...: one node x case report from each node's status.json, facts.json "
 			       "and results.json (ansible/roles/collect)")
 		->expected(1, -1);
-	report_cmd->add_option("--out", report_out, "With --fleet: where the fleet report goes");
+	report_cmd->add_option("--out", report_out,
+			       "Where the reports go (created): with DIR, instead of next to its results.json; "
+			       "with --fleet, required");
 
 	// `explain -- CMD ARGS...`: what follows "--" is the command, not ours.
 	explain_options explain_opt;
@@ -332,7 +334,8 @@ int main(int argc, char **argv)
 			return fleet_report_command(report_fleet, report_out);
 		}
 		if (*report_cmd)
-			return report_command(report_dir, report_compare, report_bench_threshold, report_format);
+			return report_command(report_dir, report_compare, report_bench_threshold, report_format,
+					      report_out);
 		if (*explain_cmd) {
 			if (explain_cmd->count("pid"))
 				explain_opt.pid = explain_pid;

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <deque>
+#include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -94,24 +97,50 @@ struct keyed_records {
 	std::vector<kernel_record> records;	// one per kernel
 };
 
-// The run's records by key, in document order.
-std::vector<keyed_records> keyed(const run_view &run)
+using key_tuple = std::tuple<std::string, std::string, std::string>;
+
+key_tuple tuple_of(const case_key &k)
 {
-	std::vector<keyed_records> out;
+	return {k.suite, k.placement, k.id};
+}
+
+using kernel_tuple = std::tuple<std::string, std::string, std::string, std::string>;
+
+kernel_tuple tuple_of(const kernel_config &k)
+{
+	return {k.name, k.release, k.boot, k.append};
+}
+
+// A run's records by key, in document order, and where each key is.
+struct keyed_run {
+	std::vector<keyed_records> keys;
+	std::map<key_tuple, size_t> index;
+
+	const std::vector<kernel_record> &records_of(const case_key &key) const
+	{
+		static const std::vector<kernel_record> none;
+		auto it = index.find(tuple_of(key));
+		return it == index.end() ? none : keys[it->second].records;
+	}
+};
+
+keyed_run keyed(const run_view &run)
+{
+	keyed_run out;
+	std::map<std::pair<size_t, kernel_tuple>, size_t> record_index;	// (key, kernel) -> record
 	for (const auto &c : run.cases) {
 		const case_key key{c.suite, c.placement, c.id};
-		auto k = std::find_if(out.begin(), out.end(), [&](const keyed_records &e) { return e.key == key; });
-		if (k == out.end())
-			k = out.insert(out.end(), keyed_records{key, {}});
-		auto &records = k->records;
-		auto r = std::find_if(records.begin(), records.end(),
-				      [&](const kernel_record &e) { return e.kernel == c.kernel; });
-		if (r == records.end())
-			r = records.insert(records.end(),
-					   kernel_record{c.kernel, c.result, c.reason, c.expected, c.observed, {}});
-		else if (c.result < r->result)
-			*r = {c.kernel, c.result, c.reason, c.expected, c.observed, std::move(r->latency_ns)};
-		r->latency_ns.insert(r->latency_ns.end(), c.latency_ns.begin(), c.latency_ns.end());
+		const auto [k, fresh_key] = out.index.emplace(tuple_of(key), out.keys.size());
+		if (fresh_key)
+			out.keys.push_back({key, {}});
+		auto &records = out.keys[k->second].records;
+		const auto [r, fresh] = record_index.emplace(std::pair{k->second, tuple_of(c.kernel)}, records.size());
+		if (fresh)
+			records.push_back({c.kernel, c.result, c.reason, c.expected, c.observed, {}});
+		kernel_record &record = records[r->second];
+		if (!fresh && c.result < record.result)
+			record = {c.kernel, c.result, c.reason, c.expected, c.observed, std::move(record.latency_ns)};
+		record.latency_ns.insert(record.latency_ns.end(), c.latency_ns.begin(), c.latency_ns.end());
 	}
 	return out;
 }
@@ -173,14 +202,24 @@ std::vector<record_pair> pair_by_kernel(const std::vector<kernel_record> &old_re
 	const auto olds = in_series(old_records), news = in_series(new_records);
 	std::vector<const kernel_record *> partner(olds.size());
 	std::vector<bool> taken(news.size());
-	auto pair_where = [&](auto fits) {
-		for (size_t i = 0; i < olds.size(); i++)
-			for (size_t j = 0; j < news.size() && !partner[i]; j++)
-				if (!taken[j] && fits(olds[i]->kernel, news[j]->kernel))
-					partner[i] = news[j], taken[j] = true;
-	};
-	pair_where([](const kernel_config &o, const kernel_config &n) { return o.name == n.name && o.boot == n.boot; });
-	pair_where([](const kernel_config &, const kernel_config &) { return true; });
+	// NEW's records by matrix kernel name and boot, each list in series order.
+	std::map<std::pair<std::string_view, std::string_view>, std::deque<size_t>> by_name;
+	for (size_t j = 0; j < news.size(); j++)
+		by_name[{news[j]->kernel.name, news[j]->kernel.boot}].push_back(j);
+	for (size_t i = 0; i < olds.size(); i++) {
+		auto it = by_name.find({olds[i]->kernel.name, olds[i]->kernel.boot});
+		if (it == by_name.end() || it->second.empty())
+			continue;
+		const size_t j = it->second.front();
+		it->second.pop_front();
+		partner[i] = news[j], taken[j] = true;
+	}
+	for (size_t i = 0, j = 0; i < olds.size(); i++) {
+		while (!partner[i] && j < news.size() && taken[j])
+			j++;
+		if (!partner[i] && j < news.size())
+			partner[i] = news[j], taken[j] = true;
+	}
 
 	std::vector<record_pair> out;
 	for (size_t i = 0; i < olds.size(); i++)
@@ -243,10 +282,11 @@ case_comparison row_of(const case_key &key, const kernel_record *o, const kernel
 // in several.
 void label_rows(std::vector<case_comparison> &rows)
 {
+	std::map<std::string_view, std::set<std::string_view>> placements;	// of each id
+	for (const auto &r : rows)
+		placements[r.key.id].insert(r.key.placement);
 	for (auto &r : rows) {
-		const bool several = std::any_of(rows.begin(), rows.end(), [&](const case_comparison &o) {
-			return o.key.id == r.key.id && o.key.placement != r.key.placement;
-		});
+		const bool several = placements[r.key.id].size() > 1;
 		const std::string placement = r.key.placement.empty() ? "-" : r.key.placement;
 		r.label = several ? r.key.id + " (" + placement + ")" : r.key.id;
 	}
@@ -255,11 +295,10 @@ void label_rows(std::vector<case_comparison> &rows)
 compared_run side_of(const json &doc, const run_view &run)
 {
 	compared_run side;
-	for (const auto &k : run.kernels) {
-		const std::string kernel = kernel_config{k.name, k.release, "", ""}.label();
-		if (std::find(side.kernels.begin(), side.kernels.end(), kernel) == side.kernels.end())
-			side.kernels.push_back(kernel);
-	}
+	std::set<std::string> seen;
+	for (const auto &k : run.kernels)
+		if (std::string kernel = kernel_config{k.name, k.release, "", ""}.label(); seen.insert(kernel).second)
+			side.kernels.push_back(std::move(kernel));
 	side.kernel_per_row = run.several_kernels();
 	side.pass = run.pass;
 	side.fail = run.fail;
@@ -276,17 +315,12 @@ comparison compare_results(const json &before, const json &after)
 	const run_view old_run = view_run(before), new_run = view_run(after);
 	comparison result{side_of(before, old_run), side_of(after, new_run), {}};
 	const auto old_keys = keyed(old_run), new_keys = keyed(new_run);
-	static const std::vector<kernel_record> none;
-	auto records_of = [](const std::vector<keyed_records> &keys, const case_key &key) -> const auto & {
-		auto k = std::find_if(keys.begin(), keys.end(), [&](const keyed_records &e) { return e.key == key; });
-		return k == keys.end() ? none : k->records;
-	};
-	for (const auto &k : old_keys)
-		for (const auto &[o, n] : pair_by_kernel(k.records, records_of(new_keys, k.key)))
+	for (const auto &k : old_keys.keys)
+		for (const auto &[o, n] : pair_by_kernel(k.records, new_keys.records_of(k.key)))
 			result.cases.push_back(row_of(k.key, o, n));
-	for (const auto &k : new_keys)
-		if (records_of(old_keys, k.key).empty())
-			for (const auto &[o, n] : pair_by_kernel(none, k.records))
+	for (const auto &k : new_keys.keys)
+		if (old_keys.records_of(k.key).empty())
+			for (const auto &[o, n] : pair_by_kernel({}, k.records))
 				result.cases.push_back(row_of(k.key, o, n));
 	label_rows(result.cases);
 	return result;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "report_input.hpp"
@@ -18,15 +20,62 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A node's file, null when the playbook fetched none; an object when it did.
 json read_optional(const fs::path &file)
 {
 	if (!fs::exists(file))
 		return nullptr;
-	try {
-		return read_json(file);
-	} catch (const std::exception &e) {
-		throw usage_error(file.string() + ": " + e.what());
+	json doc = report::read_document(file);
+	if (!doc.is_object())
+		throw usage_error("report --fleet: " + file.string() + ": not a JSON object");
+	return doc;
+}
+
+// What ansible/roles/collect fetched from one node.
+struct node_files {
+	fs::path dir;
+	json status, facts, results;
+	std::string node;	// status.json's, else the directory's name
+};
+
+// Reads and checks a node directory: something in it, each file an object,
+// a state that is a string, results.json a results document.
+node_files read_node(const fs::path &dir)
+{
+	if (!fs::is_directory(dir))
+		throw usage_error("report --fleet: " + dir.string() + " is not a directory");
+	node_files n{dir, read_optional(dir / "status.json"), read_optional(dir / "facts.json"),
+		     read_optional(dir / "results.json"), ""};
+	if (n.status.is_null() && n.facts.is_null() && n.results.is_null())
+		throw usage_error("report --fleet: " + dir.string() + ": no status.json, facts.json or results.json");
+	const fs::path status_file = dir / "status.json";
+	if (const json *node = report::member(n.status, "node"); node && (!node->is_string() || node->empty()))
+		throw usage_error("report --fleet: " + status_file.string() + ": node is not a name");
+	// Any state but "ran" and "cannot_run" is a failed node (the playbook
+	// may leave "ready" from the preflight): a state must be a word.
+	if (const json *state = report::member(n.status, "state"); state && !state->is_string())
+		throw usage_error("report --fleet: " + status_file.string() + ": state " + state->dump() +
+				  " is not a string");
+	if (!n.results.is_null())
+		report::check_schema(n.results, (dir / "results.json").string());
+	n.node = report::text_at(n.status, "node", dir.filename().string());
+	return n;
+}
+
+// Every node directory read and checked before anything is merged: each
+// node once.
+std::vector<node_files> read_nodes(const std::vector<fs::path> &node_dirs)
+{
+	std::vector<node_files> nodes;
+	std::map<std::string, fs::path> seen;
+	for (const auto &dir : node_dirs) {
+		nodes.push_back(read_node(dir));
+		const auto [it, fresh] = seen.emplace(nodes.back().node, dir);
+		if (!fresh)
+			throw usage_error("report --fleet: node " + it->first + " twice (" + it->second.string() +
+					  " and " + dir.string() + ")");
 	}
+	return nodes;
 }
 
 std::string text(const json &j, const char *key, std::string fallback = "")
@@ -58,15 +107,9 @@ json merge_fleet(const std::vector<fs::path> &node_dirs)
 		throw usage_error("report --fleet: give one directory per node");
 	json fleet = {{"schema", results_schema}, {"fleet", true}, {"nodes", json::array()},
 		      {"groups", json::array()}, {"cases", json::array()}, {"complete", true}};
-	for (const auto &dir : node_dirs) {
-		if (!fs::is_directory(dir))
-			throw usage_error("report --fleet: " + dir.string() + " is not a directory");
-		json status = read_optional(dir / "status.json");
-		json facts = read_optional(dir / "facts.json");
-		json results = read_optional(dir / "results.json");
+	for (auto &[dir, status, facts, results, node] : read_nodes(node_dirs)) {
 		if (!status.is_object())
 			status = json::object();
-		const std::string node = text(status, "node", dir.filename().string());
 		std::string state = text(status, "state", results.is_object() ? "ran" : "failed");
 		std::string reason = text(status, "reason");
 		if (state == "ran" && !results.is_object()) {
@@ -84,7 +127,6 @@ json merge_fleet(const std::vector<fs::path> &node_dirs)
 		if (!reason.empty())
 			entry["reason"] = reason;
 		if (results.is_object()) {
-			report::check_schema(results, (dir / "results.json").string());
 			if (!results.value("complete", true) && state == "ran") {
 				state = "failed";
 				reason = "the run stopped before its last case (timeout or crash?)";
@@ -129,19 +171,19 @@ std::string format_fleet_grid(const json &fleet)
 	std::vector<std::string> nodes, ids;
 	for (const auto &n : fleet["nodes"])
 		nodes.push_back(n.value("node", "?"));
+	std::set<std::string> seen;
+	std::map<std::pair<std::string, std::string>, std::string> cells;	// (id, node) -> VERDICT
 	for (const auto &c : fleet["cases"]) {
 		const std::string id = c.value("id", "?");
-		if (std::find(ids.begin(), ids.end(), id) == ids.end())
+		if (seen.insert(id).second)
 			ids.push_back(id);
+		std::string v = c.value("verdict", "error");
+		std::transform(v.begin(), v.end(), v.begin(), ::toupper);
+		cells.emplace(std::pair{c.value("id", ""), c.value("node", "")}, v);	// the first stands
 	}
 	auto cell = [&](const std::string &id, const std::string &node) {
-		for (const auto &c : fleet["cases"])
-			if (c.value("id", "") == id && c.value("node", "") == node) {
-				std::string v = c.value("verdict", "error");
-				std::transform(v.begin(), v.end(), v.begin(), ::toupper);
-				return v;
-			}
-		return std::string("-");
+		auto it = cells.find({id, node});
+		return it == cells.end() ? std::string("-") : it->second;
 	};
 	size_t w0 = 4;
 	for (const auto &id : ids)
@@ -171,6 +213,10 @@ std::string format_fleet_grid(const json &fleet)
 
 std::string format_fleet_markdown(const json &fleet)
 {
+	std::map<std::string, std::vector<const json *>> with_reason;	// by node
+	for (const auto &c : fleet["cases"])
+		if (c.contains("reason"))
+			with_reason[c.value("node", "")].push_back(&c);
 	std::ostringstream out;
 	const auto &s = fleet["summary"];
 	out << "# pinmatrix fleet: " << fleet.value("verdict", "error") << "\n\n"
@@ -190,10 +236,9 @@ std::string format_fleet_markdown(const json &fleet)
 		if (n.contains("run"))
 			for (const auto &[k, v] : n["run"].items())
 				out << "| run: " << k << " | " << report::one_line(report::as_text(v)) << " |\n";
-		for (const auto &c : fleet["cases"])
-			if (c.value("node", "") == n.value("node", "") && c.contains("reason"))
-				out << "\n- " << c.value("id", "?") << ": " << c.value("verdict", "?") << ": "
-				    << report::one_line(c["reason"].get<std::string>());
+		for (const json *c : with_reason[n.value("node", "")])
+			out << "\n- " << c->value("id", "?") << ": " << c->value("verdict", "?") << ": "
+			    << report::one_line((*c)["reason"].get<std::string>());
 		out << "\n";
 	}
 	return out.str();

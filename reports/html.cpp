@@ -192,33 +192,46 @@ struct suite_grid {
 	bool by_placement = false;
 	std::vector<std::string> rows;
 	std::vector<std::string> placements;	// columns within a kernel
+	std::set<std::string> second_pins;
 	std::map<std::tuple<std::string, size_t, std::string>, std::vector<const case_view *>> cells;
 };
+
+// Appends s to list unless seen has it: first appearance order, no rescan.
+void add_once(std::vector<std::string> &list, std::set<std::string> &seen, const std::string &s)
+{
+	if (seen.insert(s).second)
+		list.push_back(s);
+}
 
 std::vector<suite_grid> grids_of(const run_view &run)
 {
 	std::vector<suite_grid> grids;
-	for (const auto &c : run.cases)
-		if (std::none_of(grids.begin(), grids.end(), [&](const suite_grid &g) { return g.suite == c.suite; }))
+	std::vector<std::vector<const case_view *>> members;
+	std::map<std::string_view, size_t> index;
+	for (const auto &c : run.cases) {
+		const auto [it, fresh] = index.emplace(c.suite, grids.size());
+		if (fresh) {
 			grids.push_back({c.suite});
-	for (auto &g : grids) {
-		std::vector<const case_view *> members;
-		for (const auto &c : run.cases)
-			if (c.suite == g.suite)
-				members.push_back(&c);
+			members.emplace_back();
+		}
+		members[it->second].push_back(&c);
+	}
+	for (size_t i = 0; i < grids.size(); i++) {
+		auto &g = grids[i];
 		// By placement only when that names every case once per kernel.
 		std::set<std::tuple<std::string, size_t, std::string>> seen;
 		g.by_placement = true;
-		for (const auto *c : members)
+		for (const auto *c : members[i])
 			g.by_placement &= !c->placement.empty() && !c->first_pin.empty() &&
 					  seen.insert({c->first_pin, c->kernel_index, c->placement}).second;
-		for (const auto *c : members) {
+		std::set<std::string> rows, placements;
+		for (const auto *c : members[i]) {
 			const std::string row = g.by_placement ? c->first_pin : c->title();
 			const std::string column = g.by_placement ? c->placement : "";
-			if (std::find(g.rows.begin(), g.rows.end(), row) == g.rows.end())
-				g.rows.push_back(row);
-			if (std::find(g.placements.begin(), g.placements.end(), column) == g.placements.end())
-				g.placements.push_back(column);
+			add_once(g.rows, rows, row);
+			add_once(g.placements, placements, column);
+			if (!c->second_pin.empty())
+				g.second_pins.insert(c->second_pin);
 			g.cells[{row, c->kernel_index, column}].push_back(c);
 		}
 	}
@@ -250,10 +263,7 @@ void render_grid(std::ostringstream &out, const run_view &run, const suite_grid 
 	const size_t kernels = run.kernels.size();
 	out << "<div class=\"cells-caption\">";
 	if (g.by_placement) {
-		std::set<std::string> second;
-		for (const auto &c : run.cases)
-			if (c.suite == g.suite && !c.second_pin.empty())
-				second.insert(c.second_pin);
+		const auto &second = g.second_pins;
 		out << "suite <b>" << h(g.suite) << "</b>: first pin (rows) \u00d7 "
 		    << (run.several_kernels() ? "kernel \u00d7 " : "") << "placement (columns)";
 		if (second.size() == 1)
@@ -308,52 +318,86 @@ std::string plot_note(const std::vector<double> &samples)
 	return out + " \u00b7 n=" + std::to_string(s->n);
 }
 
-// Rows of the latency plot: per placement (or suite, for cases without
-// one), each case with one lane per kernel, then all its cases together.
+// The cases of one group of the latency plot (a placement, or a suite for
+// cases without one): a row per case id, a lane per kernel, in order of
+// first appearance.
+struct latency_group {
+	std::string name;
+	std::vector<std::string> ids;
+	std::vector<plot_row> rows;
+	std::vector<size_t> label_kernel;	// the kernel of the case that labels the row
+	std::map<std::string_view, size_t> index;
+};
+
+std::string group_of(const case_view &c)
+{
+	return c.placement.empty() ? "suite " + c.suite : "placement " + c.placement;
+}
+
+std::vector<plot_lane> kernel_lanes(const run_view &run, bool aggregate)
+{
+	std::vector<plot_lane> lanes;
+	for (size_t k = 0; k < run.kernels.size(); k++)
+		lanes.push_back({run.kernels[k].label(),
+				 aggregate && !run.several_kernels() ? "#57606a" : kernel_color(k), {}});
+	return lanes;
+}
+
+// Every case into its group's row, in one pass: a row is labelled and
+// linked by its case on the last kernel (the last such in the document).
+std::vector<latency_group> latency_groups(const run_view &run)
+{
+	std::vector<latency_group> groups;
+	std::map<std::string, size_t> index;
+	for (const auto &c : run.cases) {
+		const auto [g, fresh_group] = index.emplace(group_of(c), groups.size());
+		if (fresh_group)
+			groups.push_back({g->first});
+		latency_group &group = groups[g->second];
+		const auto [r, fresh_row] = group.index.emplace(c.id, group.rows.size());
+		if (fresh_row) {
+			group.ids.push_back(c.id);
+			group.rows.push_back({});
+			group.rows.back().lanes = kernel_lanes(run, false);
+			group.label_kernel.push_back(0);
+		}
+		plot_row &row = group.rows[r->second];
+		if (fresh_row || c.kernel_index >= group.label_kernel[r->second]) {
+			// The plot's label column fits about 32 characters.
+			row.label = c.title().size() <= 32 ? c.title() : shorten(c.id, 32);
+			row.link = "#" + c.anchor;
+			group.label_kernel[r->second] = c.kernel_index;
+		}
+		plot_lane &lane = row.lanes[c.kernel_index];
+		if (!run.several_kernels())
+			lane.color = verdict_color(c.result);
+		lane.samples.insert(lane.samples.end(), c.latency_ns.begin(), c.latency_ns.end());
+	}
+	return groups;
+}
+
+// Rows of the latency plot: per group, each case with one lane per kernel,
+// then all its cases together.
 std::vector<plot_row> latency_rows(const run_view &run, std::vector<std::string> &without_samples)
 {
-	std::vector<std::string> groups;
-	auto group_of = [](const case_view &c) {
-		return c.placement.empty() ? "suite " + c.suite : "placement " + c.placement;
-	};
-	for (const auto &c : run.cases)
-		if (std::find(groups.begin(), groups.end(), group_of(c)) == groups.end())
-			groups.push_back(group_of(c));
-
 	std::vector<plot_row> rows;
-	for (const auto &group : groups) {
-		std::vector<std::string> ids;
-		for (const auto &c : run.cases)
-			if (group_of(c) == group && std::find(ids.begin(), ids.end(), c.id) == ids.end())
-				ids.push_back(c.id);
+	for (auto &group : latency_groups(run)) {
 		std::vector<plot_row> group_rows;
 		plot_row all;
-		all.label = "all " + group.substr(group.find(' ') + 1) + " cases";
+		all.label = "all " + group.name.substr(group.name.find(' ') + 1) + " cases";
 		all.aggregate = true;
-		for (size_t k = 0; k < run.kernels.size(); k++)
-			all.lanes.push_back({run.kernels[k].label(), run.several_kernels() ? kernel_color(k) : "#57606a", {}});
+		all.lanes = kernel_lanes(run, true);
 		std::vector<double> all_samples;
-		for (const auto &id : ids) {
-			plot_row row;
+		for (size_t i = 0; i < group.rows.size(); i++) {
+			plot_row &row = group.rows[i];
 			std::vector<double> samples;
-			for (size_t k = 0; k < run.kernels.size(); k++) {
-				plot_lane lane{run.kernels[k].label(), kernel_color(k), {}};
-				for (const auto &c : run.cases) {
-					if (c.id != id || c.kernel_index != k || group_of(c) != group)
-						continue;
-					// The plot's label column fits about 32 characters.
-					row.label = c.title().size() <= 32 ? c.title() : shorten(c.id, 32);
-					row.link = "#" + c.anchor;
-					if (!run.several_kernels())
-						lane.color = verdict_color(c.result);
-					lane.samples.insert(lane.samples.end(), c.latency_ns.begin(), c.latency_ns.end());
-				}
-				samples.insert(samples.end(), lane.samples.begin(), lane.samples.end());
-				all.lanes[k].samples.insert(all.lanes[k].samples.end(), lane.samples.begin(), lane.samples.end());
-				row.lanes.push_back(std::move(lane));
+			for (size_t k = 0; k < row.lanes.size(); k++) {
+				const auto &lane = row.lanes[k].samples;
+				samples.insert(samples.end(), lane.begin(), lane.end());
+				all.lanes[k].samples.insert(all.lanes[k].samples.end(), lane.begin(), lane.end());
 			}
 			if (samples.empty()) {
-				without_samples.push_back(id);
+				without_samples.push_back(group.ids[i]);
 				continue;
 			}
 			all_samples.insert(all_samples.end(), samples.begin(), samples.end());
@@ -362,7 +406,7 @@ std::vector<plot_row> latency_rows(const run_view &run, std::vector<std::string>
 		}
 		if (group_rows.empty())
 			continue;
-		rows.push_back({group, "", "", true});
+		rows.push_back({group.name, "", "", true});
 		rows.insert(rows.end(), group_rows.begin(), group_rows.end());
 		if (group_rows.size() > 1) {
 			all.note = plot_note(all_samples);
@@ -370,6 +414,22 @@ std::vector<plot_row> latency_rows(const run_view &run, std::vector<std::string>
 		}
 	}
 	return rows;
+}
+
+// Each case id's samples per kernel, over every suite and placement: the
+// table of medians of a run over several kernels.
+std::vector<std::pair<std::string, std::vector<std::vector<double>>>> samples_per_kernel(const run_view &run)
+{
+	std::vector<std::pair<std::string, std::vector<std::vector<double>>>> out;
+	std::map<std::string_view, size_t> index;
+	for (const auto &c : run.cases) {
+		const auto [it, fresh] = index.emplace(c.id, out.size());
+		if (fresh)
+			out.push_back({c.id, std::vector<std::vector<double>>(run.kernels.size())});
+		auto &samples = out[it->second].second[c.kernel_index];
+		samples.insert(samples.end(), c.latency_ns.begin(), c.latency_ns.end());
+	}
+	return out;
 }
 
 void render_latency(std::ostringstream &out, const run_view &run)
@@ -407,18 +467,10 @@ void render_latency(std::ostringstream &out, const run_view &run)
 		for (const auto &k : run.kernels)
 			out << "<th>" << h(k.label()) << "</th>";
 		out << "</tr></thead><tbody>\n";
-		std::vector<std::string> ids;
-		for (const auto &c : run.cases)
-			if (std::find(ids.begin(), ids.end(), c.id) == ids.end())
-				ids.push_back(c.id);
-		for (const auto &id : ids) {
+		for (const auto &[id, per_kernel] : samples_per_kernel(run)) {
 			out << "<tr><th>" << h(id) << "</th>";
 			std::optional<double> first;
-			for (size_t k = 0; k < run.kernels.size(); k++) {
-				std::vector<double> samples;
-				for (const auto &c : run.cases)
-					if (c.id == id && c.kernel_index == k)
-						samples.insert(samples.end(), c.latency_ns.begin(), c.latency_ns.end());
+			for (const auto &samples : per_kernel) {
 				auto s = stats_of(samples);
 				if (!s) {
 					out << "<td class=\"num muted\">\u2014</td>";
@@ -590,12 +642,8 @@ void render_case(std::ostringstream &out, const run_view &run, const case_view &
 			    << " ended early: its serial log excerpt is under <a href=\"#attention\">Failures and "
 			       "errors</a>.</p>\n";
 	}
-	for (const auto &x : extra_fields(c)) {
-		std::string value = x.value->is_string() ? x.value->get<std::string>() : x.value->dump(2);
-		if (value.size() > 60000)
-			value = value.substr(0, 60000) + "\n\u2026 (cut; the rest is in results.json)";
-		out << "<h4>" << h(x.label) << "</h4>\n<pre>" << h(value) << "</pre>\n";
-	}
+	for (const auto &x : extra_fields(c))
+		out << "<h4>" << h(x.label) << "</h4>\n<pre>" << h(echo_json(*x.value)) << "</pre>\n";
 	out << "</div>\n</details>\n";
 }
 
@@ -620,13 +668,14 @@ void render_run(std::ostringstream &out, const json &doc)
 	if (const json *kt = member(doc, "kernel_trace")) {
 		// The functions probed, once each; the roles that had none here.
 		std::vector<std::string> placed, skipped;
+		std::set<std::string> placed_seen, skipped_seen;
 		if (const json *probes = member(*kt, "probes"); probes && probes->is_array())
 			for (const auto &p : *probes) {
 				const bool ok = p.value("placed", false);
-				const std::string what = ok ? text_at(p, "symbol") : text_at(p, "role");
-				auto &list = ok ? placed : skipped;
-				if (std::find(list.begin(), list.end(), what) == list.end())
-					list.push_back(what);
+				if (ok)
+					add_once(placed, placed_seen, text_at(p, "symbol"));
+				else
+					add_once(skipped, skipped_seen, text_at(p, "role"));
 			}
 		auto join = [](const std::vector<std::string> &v) {
 			std::string out;
@@ -672,7 +721,7 @@ void render_run(std::ostringstream &out, const json &doc)
 	for (const auto &[key, value] : doc.items())
 		if (key != "cases")
 			rest[key] = value;
-	out << "<details><summary class=\"muted\">All run fields of results.json</summary>\n<pre>" << h(rest.dump(2))
+	out << "<details><summary class=\"muted\">All run fields of results.json</summary>\n<pre>" << h(echo_json(rest))
 	    << "</pre></details>\n</section>\n";
 }
 
@@ -744,19 +793,17 @@ std::string format_html(const json &doc, const json *bench)
 		// Cases that went wrong the same way (a dead guest takes every case
 		// after it) are one item.
 		std::vector<std::vector<const case_view *>> items;
+		std::map<std::tuple<outcome, std::string_view, std::string_view, std::string_view>, size_t> index;
 		for (const auto *c : ordered) {
 			if (c->result != outcome::fail && c->result != outcome::error)
 				continue;
-			auto same = [&](const std::vector<const case_view *> &item) {
-				const case_view *first = item.front();
-				return first->result == c->result && first->reason == c->reason &&
-				       first->expected == c->expected && first->observed == c->observed;
-			};
-			auto it = std::find_if(items.begin(), items.end(), same);
-			if (it == items.end())
-				items.push_back({c});
-			else
-				it->push_back(c);
+			const auto [it, fresh] = index.emplace(std::tuple{c->result, std::string_view(c->reason),
+									  std::string_view(c->expected),
+									  std::string_view(c->observed)},
+							       items.size());
+			if (fresh)
+				items.emplace_back();
+			items[it->second].push_back(c);
 		}
 		out << "<ol class=\"attention\">\n";
 		for (const auto &item : items) {

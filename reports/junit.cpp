@@ -57,10 +57,8 @@ std::string evidence_text(const case_view &c)
 	std::string out;
 	for (const auto &f : evidence_facts(c))
 		out += f.label + ": " + f.value + "\n";
-	for (const auto &x : extra_fields(c)) {
-		std::string value = x.value->is_string() ? x.value->get<std::string>() : x.value->dump(2);
-		out += x.label + ": " + value + "\n";
-	}
+	for (const auto &x : extra_fields(c))
+		out += x.label + ": " + echo_json(*x.value) + "\n";
 	// Registration telemetry: each registration, its errno's meaning and
 	// the kernel path that led there.
 	for (const auto &r : registrations_of(c)) {

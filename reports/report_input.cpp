@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "results.hpp"
 #include "sys_error.hpp"
@@ -18,20 +20,55 @@ namespace pinmatrix::report {
 
 namespace fs = std::filesystem;
 
-void check_schema(const json &doc, const std::string &where)
+namespace {
+
+// Whether text nests arrays and objects deeper than max (outside strings).
+bool nested_deeper_than(std::string_view text, size_t max)
 {
-	if (!doc.is_object())
-		throw usage_error(where + ": not a pinmatrix results document (expected a JSON object)");
-	const json *schema = member(doc, "schema");
-	if (!schema)
-		throw usage_error(where + ": no \"schema\" field; expected schema " +
-				  std::string(results_schema));
-	if (!schema->is_string() || schema->get<std::string>() != results_schema)
-		throw usage_error(where + ": schema is " + schema->dump() + ", expected \"" +
-				  std::string(results_schema) + "\"");
-	const json *cases = member(doc, "cases");
-	if (!cases || !cases->is_array())
-		throw usage_error(where + ": no \"cases\" array");
+	size_t depth = 0;
+	bool in_string = false;
+	for (size_t i = 0; i < text.size(); i++) {
+		const char ch = text[i];
+		if (in_string) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_string = false;
+		} else if (ch == '"') {
+			in_string = true;
+		} else if (ch == '[' || ch == '{') {
+			if (++depth > max)
+				return true;
+		} else if ((ch == ']' || ch == '}') && depth) {
+			depth--;
+		}
+	}
+	return false;
+}
+
+} // namespace
+
+json read_document(const fs::path &file)
+{
+	std::error_code ec;
+	const uintmax_t size = fs::file_size(file, ec);
+	if (ec)
+		throw usage_error(file.string() + ": cannot read it (" + ec.message() + ")");
+	if (size > max_results_bytes)
+		throw usage_error(file.string() + ": larger than " + std::to_string(max_results_bytes >> 20) +
+				  " MiB (" + std::to_string(size) + " bytes): not a results document");
+	std::ifstream in(file, std::ios::binary);
+	std::string text(size_t(size), '\0');
+	if (!in || !in.read(text.data(), std::streamsize(text.size())))
+		throw usage_error(file.string() + ": cannot read it");
+	if (nested_deeper_than(text, max_json_depth))
+		throw usage_error(file.string() + ": nested deeper than " + std::to_string(max_json_depth) +
+				  " levels: not a results document");
+	try {
+		return json::parse(text);
+	} catch (const json::exception &e) {
+		throw usage_error(file.string() + ": not valid JSON (" + e.what() + ")");
+	}
 }
 
 results_file load_results(const fs::path &dir_or_file)
@@ -44,14 +81,7 @@ results_file load_results(const fs::path &dir_or_file)
 	r.path = fs::is_directory(status) ? dir_or_file / "results.json" : dir_or_file;
 	if (!fs::is_regular_file(r.path, ec))
 		throw usage_error(dir_or_file.string() + ": no results.json in this directory");
-	std::ifstream in(r.path);
-	if (!in)
-		throw usage_error(r.path.string() + ": cannot read it");
-	try {
-		r.doc = json::parse(in);
-	} catch (const json::exception &e) {
-		throw usage_error(r.path.string() + ": not valid JSON (" + e.what() + ")");
-	}
+	r.doc = read_document(r.path);
 	check_schema(r.doc, r.path.string());
 	return r;
 }
@@ -119,6 +149,52 @@ std::string as_text(const json &j)
 	if (j.is_null())
 		return "-";
 	return j.dump();
+}
+
+namespace {
+
+// Appends j as dump(2) writes it, and stops once out holds max bytes.
+void echo_into(std::string &out, const json &j, size_t indent, size_t max)
+{
+	if (out.size() > max)
+		return;
+	if (!j.is_structured() || j.empty()) {
+		const bool long_string = j.is_string() && j.get_ref<const std::string &>().size() > max;
+		out += (long_string ? json(j.get_ref<const std::string &>().substr(0, max)) : j)
+			       .dump(-1, ' ', false, json::error_handler_t::replace);
+		return;
+	}
+	out += j.is_array() ? '[' : '{';
+	const char *separator = "\n";
+	for (auto it = j.begin(); it != j.end() && out.size() <= max; ++it) {
+		out += separator;
+		separator = ",\n";
+		out.append(indent + 2, ' ');
+		if (j.is_object())
+			out += json(it.key()).dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
+		echo_into(out, *it, indent + 2, max);
+	}
+	out += '\n';
+	out.append(indent, ' ');
+	out += j.is_array() ? ']' : '}';
+}
+
+} // namespace
+
+std::string echo_json(const json &j, size_t max_bytes)
+{
+	std::string out;
+	if (j.is_string())
+		out = j.get_ref<const std::string &>().substr(0, max_bytes + 1);
+	else
+		echo_into(out, j, 0, max_bytes);
+	if (out.size() <= max_bytes)
+		return out;
+	size_t cut = max_bytes;
+	while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80)
+		cut--;	// not inside a UTF-8 sequence
+	out.resize(cut);
+	return out + "\n\u2026 (cut at " + std::to_string(max_bytes) + " bytes; the rest is in results.json)";
 }
 
 std::string text_at(const json &j, std::string_view key, std::string fallback)
@@ -221,6 +297,127 @@ std::string html_id(std::string_view s)
 
 } // namespace
 
+namespace {
+
+// A value in a message: short, on one line.
+std::string quoted(const json &j)
+{
+	std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
+	return s.size() <= 40 ? s : s.substr(0, 37) + "...";
+}
+
+bool is_number_array(const json &j)
+{
+	return j.is_array() && std::all_of(j.begin(), j.end(), [](const json &x) { return x.is_number(); });
+}
+
+// What the reports read of a record, by the type they read it as. Null
+// stands for absent.
+struct field_rule {
+	const char *key;
+	bool (*fits)(const json &);
+	const char *expected;
+};
+const field_rule field_rules[] = {
+	{"name", [](const json &j) { return j.is_string(); }, "a string"},
+	{"suite", [](const json &j) { return j.is_string(); }, "a string"},
+	{"placement", [](const json &j) { return j.is_string(); }, "a string"},
+	{"reason", [](const json &j) { return j.is_string(); }, "a string"},
+	{"first_pin", [](const json &j) { return j.is_string(); }, "a string"},
+	{"first_pin_label", [](const json &j) { return j.is_string(); }, "a string"},
+	{"second_pin", [](const json &j) { return j.is_string(); }, "a string"},
+	{"latency_ns", [](const json &j) { return j.is_number(); }, "a number"},
+	{"duration_ns", [](const json &j) { return j.is_number(); }, "a number"},
+	{"latency_samples_ns", is_number_array, "an array of numbers"},
+	{"expected", [](const json &j) { return j.is_object() || j.is_string(); }, "an object or a string"},
+	{"observed", [](const json &j) { return j.is_object() || j.is_string(); }, "an object or a string"},
+	{"kernel", [](const json &j) { return j.is_object() || j.is_string(); }, "an object or a string"},
+	{"boot", [](const json &j) { return j.is_object(); }, "an object"},
+	{"vm", [](const json &j) { return j.is_object(); }, "an object"},
+};
+
+// Why a record is not a case the reports can count; empty when it is one.
+std::string record_problem(const json &r)
+{
+	const auto verdict = r.find("verdict");
+	if (verdict == r.end())
+		return "no verdict (pass, fail, skip or error)";
+	if (!verdict->is_string() || !(*verdict == "pass" || *verdict == "fail" || *verdict == "skip" ||
+				       *verdict == "error"))
+		return "verdict " + quoted(*verdict) + " is not pass, fail, skip or error";
+	for (const auto &rule : field_rules)
+		if (const json *v = member(r, rule.key); v && !rule.fits(*v))
+			return std::string(rule.key) + " is not " + rule.expected;
+	if (const json *obs = member(r, "observed"))
+		if (const json *v = member(*obs, "latency_samples_ns"); v && !is_number_array(*v))
+			return "observed latency_samples_ns is not an array of numbers";
+	return "";
+}
+
+// "case 3 (B)": the record's number in the document (from 1) and its id.
+std::string case_name(size_t i, const json &r)
+{
+	const json *id = member(r, "id");
+	return "case " + std::to_string(i + 1) +
+	       (id && id->is_string() && !id->get_ref<const std::string &>().empty()
+			? " (" + one_line(id->get<std::string>()) + ")"
+			: "");
+}
+
+// A case is its suite, placement and id on one kernel and boot: once a run.
+using case_identity = std::tuple<std::string, std::string, std::string, std::string, std::string, std::string,
+				 std::string>;
+
+case_identity identity_of(const json &doc, const json &r)
+{
+	const std::string id = text_at(r, "id"), placement = text_at(r, "placement");
+	const kernel_config k = kernel_of(doc, r);
+	return {suite_of(r, id, placement), placement, id, k.name, k.release, k.boot, k.append};
+}
+
+void check_record(const json &r, size_t i, const std::string &where)
+{
+	if (!r.is_object())
+		throw usage_error(where + ": " + case_name(i, r) + ": not an object");
+	const json *id = member(r, "id");
+	if (!id)
+		throw usage_error(where + ": " + case_name(i, r) + ": no id");
+	if (!id->is_string())
+		throw usage_error(where + ": " + case_name(i, r) + ": id is not a string");
+	if (id->get_ref<const std::string &>().empty())
+		throw usage_error(where + ": " + case_name(i, r) + ": id is empty");
+	if (const std::string problem = record_problem(r); !problem.empty())
+		throw usage_error(where + ": " + case_name(i, r) + ": " + problem);
+}
+
+} // namespace
+
+void check_schema(const json &doc, const std::string &where)
+{
+	if (!doc.is_object())
+		throw usage_error(where + ": not a pinmatrix results document (expected a JSON object)");
+	const json *schema = member(doc, "schema");
+	if (!schema)
+		throw usage_error(where + ": no \"schema\" field; expected schema " +
+				  std::string(results_schema));
+	if (!schema->is_string() || schema->get<std::string>() != results_schema)
+		throw usage_error(where + ": schema is " + quoted(*schema) + ", expected \"" +
+				  std::string(results_schema) + "\"");
+	const json *cases = member(doc, "cases");
+	if (!cases || !cases->is_array())
+		throw usage_error(where + ": no \"cases\" array");
+	std::map<case_identity, size_t> seen;
+	for (size_t i = 0; i < cases->size(); i++) {
+		const json &r = (*cases)[i];
+		check_record(r, i, where);
+		const auto [first, fresh] = seen.emplace(identity_of(doc, r), i);
+		if (!fresh)
+			throw usage_error(where + ": " + case_name(i, r) + ": the same case as case " +
+					  std::to_string(first->second + 1) +
+					  " (suite, placement, id, kernel and boot): one record per case");
+	}
+}
+
 run_view view_run(const json &doc)
 {
 	run_view run;
@@ -229,6 +426,7 @@ run_view view_run(const json &doc)
 	if (!cases || !cases->is_array())
 		return run;
 	std::set<std::string> anchors;
+	std::map<std::tuple<std::string, std::string, std::string, std::string>, size_t> kernel_index;
 	for (const auto &record : *cases) {
 		case_view c;
 		c.record = &record;
@@ -246,9 +444,10 @@ run_view view_run(const json &doc)
 		c.latency_ns = latency_samples(record);
 		c.duration_ns = number_at(record, "duration_ns");
 
-		auto k = std::find(run.kernels.begin(), run.kernels.end(), c.kernel);
-		c.kernel_index = size_t(k - run.kernels.begin());
-		if (k == run.kernels.end())
+		const auto [k, fresh] = kernel_index.emplace(
+			std::tuple{c.kernel.name, c.kernel.release, c.kernel.boot, c.kernel.append}, run.kernels.size());
+		c.kernel_index = k->second;
+		if (fresh)
 			run.kernels.push_back(c.kernel);
 
 		std::string anchor = "case-" + html_id(c.id);
@@ -351,15 +550,14 @@ std::vector<const case_view *> run_view::worst_first() const
 std::vector<std::pair<std::string, std::vector<std::string>>> run_view::skip_reasons() const
 {
 	std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
+	std::map<std::string_view, size_t> index;
 	for (const auto &c : cases) {
 		if (c.result != outcome::skip)
 			continue;
-		auto it = std::find_if(reasons.begin(), reasons.end(), [&](auto &r) { return r.first == c.reason; });
-		if (it == reasons.end()) {
+		const auto [it, fresh] = index.emplace(c.reason, reasons.size());
+		if (fresh)
 			reasons.push_back({c.reason, {}});
-			it = reasons.end() - 1;
-		}
-		it->second.push_back(c.id);
+		reasons[it->second].second.push_back(c.id);
 	}
 	return reasons;
 }

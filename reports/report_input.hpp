@@ -5,8 +5,11 @@
 // case, read defensively. Other suites add records without the pin matrix's
 // fields (placement, first pin, pages), a guest that died leaves records
 // without observations, and a matrix run may merge several kernels (each
-// record then names its `kernel` and `append`). Nothing here throws on a
-// missing or differently typed field: a report degrades to "-".
+// record then names its `kernel` and `append`). What is read from a file is
+// checked once, by load_results() (check_schema()): a record that is not
+// an object, has no verdict or an unknown one, a field of the wrong type
+// or the same case twice is refused there. Past that nothing throws on a
+// missing field: a report degrades to "-".
 
 #include <cstdint>
 #include <filesystem>
@@ -25,10 +28,25 @@ struct results_file {
 	std::filesystem::path path;	// the results.json that was read
 	json doc;
 };
-// Reads DIR/results.json, or the file itself when given one. Throws
-// usage_error with one message naming the path and what is wrong with it.
+// Reads DIR/results.json, or the file itself when given one, and checks it
+// (check_schema()). Throws usage_error with one message naming the path and
+// what is wrong with it.
 results_file load_results(const std::filesystem::path &dir_or_file);
-// Throws usage_error unless doc is schema pinmatrix/1 with a "cases" array.
+
+// Bounds on what is read: a results.json (or a node's status.json,
+// facts.json) larger, or nested deeper (the document itself is level 1),
+// is refused before it is parsed.
+inline constexpr uintmax_t max_results_bytes = uintmax_t(1) << 30;
+inline constexpr size_t max_json_depth = 64;
+// Reads and parses one JSON file within those bounds; throws usage_error
+// naming the file (unreadable, too large, too deep, not JSON).
+json read_document(const std::filesystem::path &file);
+// Throws usage_error unless doc is schema pinmatrix/1 with a "cases" array
+// whose every record is an object with a string id and a verdict of pass,
+// fail, skip or error, whose fields the reports read have their types
+// (strings, numbers, objects), and which is the only record of its suite,
+// placement and id on its kernel and boot. The message names the record
+// ("case 3 (B)") and what is wrong.
 void check_schema(const json &doc, const std::string &where);
 
 // Verdicts in the order a reader should meet them: worst first.
@@ -176,6 +194,10 @@ std::string text_at(const json &j, std::string_view key, std::string fallback = 
 std::optional<double> number_at(const json &j, std::string_view key);
 // A value as short text: strings as they are, numbers and the rest as JSON.
 std::string as_text(const json &j);
+// A value as a report echoes it whole (a string as it is, the rest as
+// indented JSON), cut at max_bytes with a note saying so.
+inline constexpr size_t max_echo_bytes = 60000;
+std::string echo_json(const json &j, size_t max_bytes = max_echo_bytes);
 
 // "5.28 ms", "219 µs" (ascii: "219 us"), "1.10 s".
 std::string format_ns(double ns, bool ascii = false);

@@ -28,18 +28,21 @@ std::string format_summary_markdown(const nlohmann::json &doc);
 // failure never leaves half a report. Throws std::system_error.
 void write_reports(const std::filesystem::path &dir, const nlohmann::json &doc);
 
-// `pinmatrix report DIR`: reads DIR/results.json (or the file given),
-// writes the reports next to it and prints where. Throws usage_error for a
-// missing directory or file, or one that is not schema pinmatrix/1.
-void regenerate_reports(const std::filesystem::path &dir_or_file);
+// `pinmatrix report DIR [--out OUT]`: reads DIR/results.json (or the file
+// given), writes the reports into OUT (created), else next to it, and
+// prints where. Throws usage_error, before anything is written, for a
+// missing directory or file, or one that load_results() refuses.
+void regenerate_reports(const std::filesystem::path &dir_or_file, const std::filesystem::path &out = {});
 
-// `pinmatrix report DIR` or `pinmatrix report --compare OLD NEW [--format F]`
-// (compare holds OLD and NEW, or is empty; format "text", "md", "json", or
-// empty for text). Returns the exit code: 0, or 1 for a verdict regression
-// (or, with bench_threshold_pct, a benchmark slower by more than that);
-// throws usage_error for bad arguments or input, a bad format before
-// anything is read.
+// `pinmatrix report DIR [--out OUT]` or `pinmatrix report --compare OLD NEW
+// [--format F]` (compare holds OLD and NEW, or is empty; format "text",
+// "md", "json", or empty for text; out empty or a directory, not with
+// compare). Returns the exit code: 0, or 1 for a verdict regression (or,
+// with bench_threshold_pct, a benchmark slower by more than that); throws
+// usage_error for bad arguments or input, a bad format before anything is
+// read.
 int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare,
-		   std::optional<double> bench_threshold_pct = std::nullopt, const std::string &format = "");
+		   std::optional<double> bench_threshold_pct = std::nullopt, const std::string &format = "",
+		   const std::filesystem::path &out = {});
 
 } // namespace pinmatrix

@@ -4,6 +4,7 @@
 // table (case x kernel when several kernels ran).
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "report_input.hpp"
@@ -30,6 +31,29 @@ std::string latency_text(const case_view &c)
 }
 
 constexpr size_t table_limit = 40;	// rows; past that only non-pass cases
+
+// A row of the case x kernel table: the id's case on each kernel (its last
+// in the document), and whether all of them passed.
+struct id_row {
+	std::string_view id;
+	std::vector<const case_view *> per_kernel;
+	bool all_pass = true;
+};
+
+std::vector<id_row> cases_by_id(const run_view &run)
+{
+	std::vector<id_row> rows;
+	std::map<std::string_view, size_t> index;
+	for (const auto &c : run.cases) {
+		const auto [it, fresh] = index.emplace(c.id, rows.size());
+		if (fresh)
+			rows.push_back({c.id, std::vector<const case_view *>(run.kernels.size(), nullptr)});
+		id_row &row = rows[it->second];
+		row.per_kernel[c.kernel_index] = &c;
+		row.all_pass &= c.result == outcome::pass;
+	}
+	return rows;
+}
 
 } // namespace
 
@@ -122,10 +146,6 @@ std::string format_summary_markdown(const json &doc)
 		out << "Cases other than PASS (" << run.total() - size_t(run.pass) << " of " << run.total()
 		    << "; all in report.html):\n\n";
 	if (run.several_kernels()) {
-		std::vector<std::string> ids;
-		for (const auto &c : run.cases)
-			if (std::find(ids.begin(), ids.end(), c.id) == ids.end())
-				ids.push_back(c.id);
 		out << "| case |";
 		for (const auto &k : run.kernels)
 			out << " " << markdown_text(k.label()) << " |";
@@ -133,14 +153,7 @@ std::string format_summary_markdown(const json &doc)
 		for (size_t i = 0; i < run.kernels.size(); i++)
 			out << "---|";
 		out << "\n";
-		for (const auto &id : ids) {
-			std::vector<const case_view *> per_kernel(run.kernels.size(), nullptr);
-			bool all_pass = true;
-			for (const auto &c : run.cases)
-				if (c.id == id) {
-					per_kernel[c.kernel_index] = &c;
-					all_pass &= c.result == outcome::pass;
-				}
+		for (const auto &[id, per_kernel, all_pass] : cases_by_id(run)) {
 			if (only_bad && all_pass)
 				continue;
 			out << "| " << markdown_text(id) << " |";

@@ -14,28 +14,47 @@ namespace pinmatrix {
 
 namespace fs = std::filesystem;
 
-void write_reports(const fs::path &dir, const nlohmann::json &doc)
+namespace {
+
+using rendered_files = std::vector<std::pair<const char *, std::string>>;
+
+// Every report of doc, rendered before any is written: a formatting failure
+// writes nothing. The benchmarks are those results.json in run_dir names.
+rendered_files render_reports(const fs::path &run_dir, const nlohmann::json &doc)
 {
-	// Render everything first: a formatting failure writes nothing.
 	std::string bench_problem;
-	const auto bench = report::load_bench(dir, doc, &bench_problem);
+	const auto bench = report::load_bench(run_dir, doc, &bench_problem);
 	if (!bench_problem.empty())
 		std::cerr << "pinmatrix: warning: " << bench_problem << ": report.html without benchmarks\n";
-	const std::vector<std::pair<const char *, std::string>> files = {
+	return {
 		{"results.ktap", format_ktap(doc)},
 		{"junit.xml", format_junit(doc)},
 		{"report.html", format_html(doc, bench ? &*bench : nullptr)},
 		{"summary.md", format_summary_markdown(doc)},
 	};
+}
+
+void write_files(const fs::path &dir, const rendered_files &files)
+{
 	for (const auto &[file, text] : files)
 		report::write_text_atomically(dir / file, text);
 }
 
-void regenerate_reports(const fs::path &dir_or_file)
+} // namespace
+
+void write_reports(const fs::path &dir, const nlohmann::json &doc)
+{
+	write_files(dir, render_reports(dir, doc));
+}
+
+void regenerate_reports(const fs::path &dir_or_file, const fs::path &out)
 {
 	const auto results = report::load_results(dir_or_file);
-	const fs::path dir = results.path.parent_path().empty() ? fs::path(".") : results.path.parent_path();
-	write_reports(dir, results.doc);
+	const fs::path run_dir = results.path.parent_path().empty() ? fs::path(".") : results.path.parent_path();
+	const fs::path dir = out.empty() ? run_dir : out;
+	const auto files = render_reports(run_dir, results.doc);
+	fs::create_directories(dir);
+	write_files(dir, files);
 	const auto run = report::view_run(results.doc);
 	std::cout << "pinmatrix report: " << report::upper_name(run.overall) << " (pass " << run.pass << ", fail "
 		  << run.fail << ", skip " << run.skip << ", error " << run.error << "); wrote results.ktap, "
@@ -47,7 +66,8 @@ void regenerate_reports(const fs::path &dir_or_file)
 namespace pinmatrix {
 
 int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare,
-		   std::optional<double> bench_threshold_pct, const std::string &format)
+		   std::optional<double> bench_threshold_pct, const std::string &format,
+		   const std::filesystem::path &out)
 {
 	// The format first: a bad one is told before anything is read.
 	if (!format.empty() && compare.empty())
@@ -58,6 +78,8 @@ int report_command(const std::filesystem::path &dir, const std::vector<std::file
 			throw usage_error("report: give a run directory or --compare OLD NEW, not both");
 		if (compare.size() != 2)
 			throw usage_error("report --compare: expected OLD and NEW");
+		if (!out.empty())
+			throw usage_error("report --compare prints its result: --out goes with a run directory or --fleet");
 		if (bench_threshold_pct && !(*bench_threshold_pct > 0))
 			throw usage_error("report --bench-threshold: a percentage above 0");
 		return compare_runs(compare[0], compare[1], compare_as, bench_threshold_pct, std::cout);
@@ -66,7 +88,7 @@ int report_command(const std::filesystem::path &dir, const std::vector<std::file
 		throw usage_error("report: --bench-threshold goes with --compare OLD NEW");
 	if (dir.empty())
 		throw usage_error("report: give a run directory (or its results.json), or --compare OLD NEW");
-	regenerate_reports(dir);
+	regenerate_reports(dir, out);
 	return 0;
 }
 
