@@ -81,6 +81,7 @@ private:
 };
 
 const char *const stall_param = "/sys/module/pinmatrix/parameters/stall_pin_until_killed";
+const char *const spin_param = "/sys/module/pinmatrix/parameters/spin_pin_until_killed";
 
 // A module parameter set for one case; the old value is put back after it.
 class module_param_override {
@@ -133,9 +134,103 @@ std::string read_or_empty(const std::string &path)
 
 const char *const kmsg_path = "/dev/kmsg";
 
+// A dump the runner asks the kernel for (sysrq KEY; writing the trigger
+// works whatever kernel.sysrq says), marked so that its stack dumps are not
+// taken for kernel bugs (kernel_log.hpp): the log records it added, or
+// nullopt without /dev/kmsg or /proc/sysrq-trigger.
+std::optional<std::vector<std::string>> requested_dump(char key, pid_t pid)
+{
+	std::optional<kernel_log_cursor> klog;
+	try {
+		klog.emplace();
+	} catch (const std::exception &) {
+	}
+	std::ofstream(kmsg_path) << requested_dump_begins << " (sysrq " << key << ", pid " << pid << ")"
+				 << std::flush;
+	std::ofstream trigger("/proc/sysrq-trigger");
+	trigger << key << std::flush;
+	std::ofstream(kmsg_path) << requested_dump_ends << std::flush;
+	if (!klog || !trigger)
+		return std::nullopt;
+	return klog->new_records();
+}
+
+// The block of a dump about `pid`: from a line starting with `head` whose
+// own or next line matches `names_pid`, up to the next such head or the
+// end of its call trace ("</TASK>"); empty when the dump has none.
+json dump_block(const std::vector<std::string> &log, const std::string &head, const std::regex &names_pid)
+{
+	json lines = json::array();
+	for (size_t i = 0; i < log.size(); i++) {
+		if (log[i].rfind(head, 0) != 0 ||
+		    !(std::regex_search(log[i], names_pid) ||
+		      (i + 1 < log.size() && std::regex_search(log[i + 1], names_pid))))
+			continue;
+		for (size_t j = i; j < log.size() && lines.size() < 80; j++) {
+			if (j > i && log[j].rfind(head, 0) == 0)
+				break;
+			lines.push_back(log[j]);
+			if (log[j].find("</TASK>") != std::string::npos)
+				break;
+		}
+		break;
+	}
+	return lines;
+}
+
+// A task asleep in the kernel: its kernel stack and its entry in the dump
+// of blocked tasks (sysrq 'w': "task:COMM state:D stack:N pid:PID ...").
+void sleeping_task_evidence(pid_t pid, json &e)
+{
+	const std::string proc = "/proc/" + std::to_string(pid);
+	json stack = json::array();
+	std::istringstream st(read_or_empty(proc + "/stack"));
+	for (std::string l; std::getline(st, l);)
+		stack.push_back(l.substr(l.find(']') == std::string::npos ? 0 : l.find(']') + 2));
+	e["kernel_stack"] = stack;
+	const auto log = requested_dump('w', pid);
+	if (!log) {
+		e["task_dump"] = {{"trigger", "sysrq w"}, {"note", "no /dev/kmsg or /proc/sysrq-trigger"}};
+		return;
+	}
+	const std::regex pid_field("(^|\\s)pid:" + std::to_string(pid) + "(\\s|$)");
+	const json lines = dump_block(*log, "task:", pid_field);
+	e["task_dump"] = {{"trigger", "sysrq w: tasks in uninterruptible sleep"}, {"lines", lines}};
+	if (lines.empty())
+		e["task_dump"]["note"] = "the task is not in the dump: it was not blocked in the kernel";
+}
+
+// A task running in the kernel (state R: a loop that never sleeps). Its
+// stack is not read from /proc/PID/stack: unwinding a runnable task from
+// another makes the kernel warn where a kretprobe (this suite's traces)
+// sits on that stack (rethook_find_ret_addr), and what it gives is stale.
+// The CPU that runs it unwinds itself instead: sysrq 'l', the active
+// CPUs' backtraces ("NMI backtrace for cpu N", then "CPU: N ... PID: PID").
+void running_task_evidence(pid_t pid, json &e)
+{
+	e["kernel_stack"] = json::array();
+	e["kernel_stack_note"] = "not read: the task is running (unwinding it from another task is "
+				 "unreliable and, under kretprobes, a kernel warning); see cpu_backtrace";
+	const auto log = requested_dump('l', pid);
+	if (!log) {
+		e["cpu_backtrace"] = {{"trigger", "sysrq l"}, {"note", "no /dev/kmsg or /proc/sysrq-trigger"}};
+		return;
+	}
+	const std::regex pid_field("(^|\\s)PID: " + std::to_string(pid) + "(\\s|$)");
+	const json lines = dump_block(*log, "NMI backtrace for cpu", pid_field);
+	e["cpu_backtrace"] = {{"trigger", "sysrq l: backtraces of the active CPUs"}, {"lines", lines}};
+	static const std::regex rip("RIP: [0-9a-f]{4}:([A-Za-z0-9_.]+)\\+");
+	for (const auto &l : lines)
+		if (std::smatch m; std::regex_search(l.get_ref<const std::string &>(), m, rip)) {
+			e["spins_at"] = m[1].str();
+			return;
+		}
+	e["cpu_backtrace"]["note"] = "the task is in no CPU's kernel backtrace: on no CPU at the dump (with "
+				     "one vCPU the runner is on it: --cpus 2), or in user space";
+}
+
 // What a case's process was doing when its time ran out: its state, where
-// it sleeps, its kernel stack and its entry in the kernel's dump of blocked
-// tasks (sysrq 'w'; writing the trigger works whatever kernel.sysrq says).
+// it sleeps or spins, and the kernel's own dump of it.
 json stuck_task_evidence(pid_t pid)
 {
 	const std::string proc = "/proc/" + std::to_string(pid);
@@ -144,47 +239,10 @@ json stuck_task_evidence(pid_t pid)
 	if (const auto close = stat.rfind(") "); close != std::string::npos)
 		e["state"] = stat.substr(close + 2, 1);
 	e["wchan"] = read_or_empty(proc + "/wchan");
-	json stack = json::array();
-	std::istringstream st(read_or_empty(proc + "/stack"));
-	for (std::string l; std::getline(st, l);)
-		stack.push_back(l.substr(l.find(']') == std::string::npos ? 0 : l.find(']') + 2));
-	e["kernel_stack"] = stack;
-
-	std::optional<kernel_log_cursor> klog;
-	try {
-		klog.emplace();
-	} catch (const std::exception &) {
-	}
-	// Marked, so that its stack dumps are not taken for kernel bugs (kernel_log.hpp).
-	std::ofstream(kmsg_path) << requested_dump_begins << " (sysrq w, pid " << pid << ")" << std::flush;
-	std::ofstream trigger("/proc/sysrq-trigger");
-	trigger << 'w' << std::flush;
-	std::ofstream(kmsg_path) << requested_dump_ends << std::flush;
-	if (!klog || !trigger) {
-		e["task_dump"] = {{"trigger", "sysrq w"}, {"note", "no /dev/kmsg or /proc/sysrq-trigger"}};
-		return e;
-	}
-	// "task:COMM state:D stack:N pid:PID ..." (its tail may be a record of
-	// its own), then the call trace up to "</TASK>".
-	const std::regex pid_field("(^|\\s)pid:" + std::to_string(pid) + "(\\s|$)");
-	const auto log = klog->new_records();
-	json lines = json::array();
-	for (size_t i = 0; i < log.size() && lines.empty(); i++) {
-		if (log[i].rfind("task:", 0) != 0 ||
-		    !(std::regex_search(log[i], pid_field) ||
-		      (i + 1 < log.size() && std::regex_search(log[i + 1], pid_field))))
-			continue;
-		for (size_t j = i; j < log.size() && lines.size() < 80; j++) {
-			if (j > i && log[j].rfind("task:", 0) == 0)
-				break;
-			lines.push_back(log[j]);
-			if (log[j].find("</TASK>") != std::string::npos)
-				break;
-		}
-	}
-	e["task_dump"] = {{"trigger", "sysrq w: tasks in uninterruptible sleep"}, {"lines", lines}};
-	if (lines.empty())
-		e["task_dump"]["note"] = "the task is not in the dump: it was not blocked in the kernel";
+	if (e.value("state", "?") == "R")
+		running_task_evidence(pid, e);
+	else
+		sleeping_task_evidence(pid, e);
 	return e;
 }
 
@@ -196,6 +254,11 @@ std::string where_stuck(const json &e)
 	if (state == "D")
 		return "stuck in the kernel at " + (wchan.empty() || wchan == "0" ? "?" : wchan) +
 		       " (state D; task dump in stuck_task)";
+	if (state == "R")
+		return "running, " + (e.contains("spins_at")
+					      ? "spinning at " + e["spins_at"].get<std::string>() +
+							" (state R; CPU backtrace in stuck_task)"
+					      : std::string("where is unknown (state R; in no CPU backtrace)"));
 	return "state " + state + (wchan.empty() || wchan == "0" ? "" : " at " + wchan);
 }
 
@@ -346,14 +409,14 @@ fault_plan parse_fault(const std::string &spec)
 	const auto eq = spec.find('=');
 	const std::string kind = spec.substr(0, eq);
 	const std::string id = eq == std::string::npos ? "" : spec.substr(eq + 1);
-	if (kind != "panic-at" && kind != "hang-at" && kind != "kernel-hang-at")
+	if (kind != "panic-at" && kind != "hang-at" && kind != "kernel-hang-at" && kind != "kernel-spin-at")
 		throw usage_error("--fault '" + spec +
-				  "': expected panic-at=CASE, hang-at=CASE or kernel-hang-at=CASE");
+				  "': expected panic-at=CASE, hang-at=CASE, kernel-hang-at=CASE or kernel-spin-at=CASE");
 	auto entry = select_plan(make_suites({}), {id});
 	if (entry.size() != 1)
 		throw usage_error("--fault '" + spec + "': name one case");
 	const std::string &case_id = entry[0].c.id;
-	if (kind == "kernel-hang-at") {
+	if (kind == "kernel-hang-at" || kind == "kernel-spin-at") {
 		// The stall is in the module's PIN: the case must take its first
 		// pin through /dev/pinmatrix.
 		const auto &defs = pin_cases();
@@ -366,7 +429,10 @@ fault_plan parse_fault(const std::string &spec)
 			throw usage_error("--fault '" + spec + "': case " + case_id +
 					  " takes no pin through /dev/pinmatrix; name one that does (B, C, D)");
 	}
-	(kind == "panic-at" ? f.panic_at : kind == "hang-at" ? f.hang_at : f.kernel_hang_at) = case_id;
+	(kind == "panic-at"	    ? f.panic_at
+	 : kind == "hang-at"	    ? f.hang_at
+	 : kind == "kernel-hang-at" ? f.kernel_hang_at
+				    : f.kernel_spin_at) = case_id;
 	return f;
 }
 
@@ -417,9 +483,10 @@ int run_matrix(const run_options &opt)
 	// Preflight, LTP style: an unmet need turns a suite's cases into SKIPs.
 	module_loader loader(opt.module);
 	doc["module_loaded_by_run"] = loader.loaded();
-	if (!fault.kernel_hang_at.empty() && !fs::exists(stall_param))
-		throw unmet_need("--fault kernel-hang-at needs pinmatrix.ko loaded with its parameter " +
-				 std::string(stall_param) + " (give --module)");
+	for (const auto &[at, param] : {std::pair{fault.kernel_hang_at, stall_param}, {fault.kernel_spin_at, spin_param}})
+		if (!at.empty() && !fs::exists(param))
+			throw unmet_need("--fault " + opt.fault + " needs pinmatrix.ko loaded with its parameter " +
+					 param + " (give --module)");
 	std::map<const suite *, std::optional<std::string>> cannot_run;
 	for (const auto &s : suites)
 		if (std::any_of(plan.begin(), plan.end(), [&](const plan_entry &e) { return e.owner == s.get(); }))
@@ -469,6 +536,10 @@ int run_matrix(const run_options &opt)
 			std::cout << "pinmatrix: fault injection: case " << c.id
 				  << "'s pin stalls in the kernel until killed" << std::endl;
 			stall.emplace(stall_param, "Y");
+		} else if (c.id == fault.kernel_spin_at && !why_not) {
+			std::cout << "pinmatrix: fault injection: case " << c.id
+				  << "'s pin spins in the kernel until killed" << std::endl;
+			stall.emplace(spin_param, "Y");
 		}
 		json r = why_not ? owner->not_run(c, verdict::skip, *why_not)
 				 : run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at);

@@ -34,7 +34,8 @@ struct run_options {
 	// "hang-at=ID" makes case ID's process never return (in user space),
 	// "kernel-hang-at=ID" makes its pin through the module sleep in the
 	// kernel until the process is killed (pinmatrix.ko's parameter
-	// stall_pin_until_killed, set for that case only).
+	// stall_pin_until_killed, set for that case only), "kernel-spin-at=ID"
+	// makes it spin there, runnable (spin_pin_until_killed).
 	std::string fault;
 };
 
@@ -42,6 +43,7 @@ struct fault_plan {
 	std::string panic_at;
 	std::string hang_at;
 	std::string kernel_hang_at;
+	std::string kernel_spin_at;
 };
 // Throws usage_error for anything but the forms above with a known case.
 fault_plan parse_fault(const std::string &spec);

@@ -177,7 +177,7 @@ int main(int argc, char **argv)
 			    "Restricted memory of this boot for cases A-C: auto, movable, cma, ordinary")
 		->capture_default_str();
 	run_cmd->add_option("--fault", run.fault,
-			    "Fault injection: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE");
+			    "Fault injection: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | kernel-spin-at=CASE");
 	run_cmd->add_option("--first-pin", run.first_pin,
 			    "Who takes the first pins: module (its contracts), io_uring (fixed buffers), "
 			    "cuda (cuMemHostRegister, cudaHostRegister, cudaHostAlloc), hip (hipHostRegister)")
@@ -211,7 +211,7 @@ int main(int argc, char **argv)
 	vm_cmd->add_option("--guest-cmd", vm.guest_cmd,
 			   "Run this shell command in the guest instead of the matrix (tests)");
 	vm_cmd->add_option("--fault", vm.fault,
-			   "Fault injection in the guest: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE");
+			   "Fault injection in the guest: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | kernel-spin-at=CASE");
 	vm_cmd->add_option("--case-timeout", vm.case_timeout_s, "Seconds a case may take in the guest")
 		->check(whole_number(1, INT_MAX))
 		->capture_default_str();

@@ -364,15 +364,16 @@ std::string case_name(size_t i, const json &r)
 			: "");
 }
 
-// A case is its suite, placement and id on one kernel and boot: once a run.
+// A case is its suite, placement and id on one kernel and boot of one node
+// (a fleet's merged results name it): once a run.
 using case_identity = std::tuple<std::string, std::string, std::string, std::string, std::string, std::string,
-				 std::string>;
+				 std::string, std::string>;
 
 case_identity identity_of(const json &doc, const json &r)
 {
 	const std::string id = text_at(r, "id"), placement = text_at(r, "placement");
 	const kernel_config k = kernel_of(doc, r);
-	return {suite_of(r, id, placement), placement, id, k.name, k.release, k.boot, k.append};
+	return {suite_of(r, id, placement), placement, id, k.name, k.release, k.boot, k.append, text_at(r, "node", "")};
 }
 
 void check_record(const json &r, size_t i, const std::string &where)

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -24,6 +25,7 @@
 #include "kernel_log.hpp"
 #include "kernels.hpp"
 #include "matrix_file.hpp"
+#include "qmp.hpp"
 #include "plan.hpp"
 #include "reports.hpp"
 #include "results.hpp"
@@ -106,8 +108,9 @@ public:
 	}
 
 	// Exit status (128 + signal when a signal ended it), or nullopt when it
-	// was still running at the deadline (then it has been killed).
-	std::optional<int> wait_for(std::chrono::seconds limit)
+	// was still running at the deadline (then it has been killed, after
+	// at_deadline()).
+	std::optional<int> wait_for(std::chrono::seconds limit, const std::function<void()> &at_deadline)
 	{
 		const auto deadline = std::chrono::steady_clock::now() + limit;
 		for (;;) {
@@ -122,6 +125,7 @@ public:
 			if (r < 0 && errno != EINTR)
 				throw last_sys_error("waitpid qemu");
 			if (std::chrono::steady_clock::now() > deadline) {
+				at_deadline();
 				kill(pid_, SIGKILL);
 				waitpid(pid_, nullptr, 0);
 				pid_ = -1;
@@ -138,6 +142,42 @@ private:
 	int killed_by_ = 0;
 	fs::path pid_file_;
 };
+
+// A guest still running at its timeout is asked for what its tasks and
+// CPUs are doing before QEMU is killed: Alt+SysRq on its keyboard through
+// QMP (console loglevel 9 first, so that the dumps reach the serial log
+// under `quiet`; then blocked tasks, CPU backtraces, all tasks). Waits
+// until the serial log stops growing (at most 15 s); what was asked and
+// whether the guest answered goes into the results.
+nlohmann::json dump_wedged_guest(const qmp_socket &qmp, const fs::path &serial)
+{
+	const std::string keys = "9wlt";
+	nlohmann::json e = {{"asked", "sysrq 9 (loglevel), w (blocked tasks), l (CPU backtraces), t (all tasks), "
+				      "by QMP sendkey"}};
+	std::error_code ec;
+	const auto before = fs::file_size(serial, ec);
+	if (const std::string why = qmp.send_sysrq(keys); !why.empty()) {
+		e["answered"] = false;
+		e["note"] = "not sent: " + why;
+		return e;
+	}
+	auto size = before;
+	for (int quiet_ms = 0, waited_ms = 0; quiet_ms < 1500 && waited_ms < 15000; waited_ms += 250) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(250));
+		const auto now = fs::file_size(serial, ec);
+		quiet_ms = now == size && now != before ? quiet_ms + 250 : 0;
+		size = now;
+	}
+	std::ifstream in(serial);
+	in.seekg(std::streamoff(ec ? 0 : before));
+	const std::string added((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	e["answered"] = added.find("sysrq: ") != std::string::npos;
+	e["serial_log_bytes"] = added.size();
+	if (!e["answered"])
+		e["note"] = "no sysrq output on the serial console: the guest is wedged past its keyboard "
+			    "interrupt, or its kernel has no i8042/atkbd or MAGIC_SYSRQ";
+	return e;
+}
 
 // The lines of the serial log that explain a dead guest.
 std::string serial_excerpt(const fs::path &serial)
@@ -417,9 +457,12 @@ std::string boot_append(const group_spec &g)
 }
 
 // cryptomgr.notests: the crypto self-tests cost ~0.4 s of a TCG boot.
+// sysrq_always_enabled: the keyboard's SysRq dumps for a wedged guest
+// (dump_wedged_guest; Debian's default mask allows none of them).
 std::string guest_cmdline(const fs::path &kernel_dir, const group_spec &g)
 {
-	return "console=ttyS0 panic=-1 quiet cryptomgr.notests pinmatrix.kdir=" + kernel_dir.string() +
+	return "console=ttyS0 panic=-1 quiet cryptomgr.notests sysrq_always_enabled pinmatrix.kdir=" +
+	       kernel_dir.string() +
 	       " pinmatrix.stage2=" + (source_dir / "vm/guest/stage2").string() + " " + boot_append(g);
 }
 
@@ -532,6 +575,8 @@ group_outcome run_group(const group_spec &g)
 	};
 	if (fs::exists(qboot))
 		argv.insert(argv.begin() + 1, {"-bios", qboot});
+	const qmp_socket qmp;
+	argv.insert(argv.end(), {"-qmp", qmp.qemu_arg()});
 	if (g.ssh_port) {
 		// Loopback only; restrict=on: the guest reaches nothing outside.
 		const std::string fwd = "hostfwd=tcp:127.0.0.1:" + std::to_string(g.ssh_port) + "-:22";
@@ -546,9 +591,11 @@ group_outcome run_group(const group_spec &g)
 	const auto t0 = std::chrono::steady_clock::now();
 	std::optional<int> qemu_status;
 	int qemu_signal = 0;
+	nlohmann::json wedged_dump;
 	{
 		qemu_process qemu(argv, g.out / "qemu.log", g.out / "qemu.pid");
-		qemu_status = qemu.wait_for(std::chrono::seconds(g.timeout_s));
+		qemu_status = qemu.wait_for(std::chrono::seconds(g.timeout_s),
+					    [&] { wedged_dump = dump_wedged_guest(qmp, g.out / "serial.log"); });
 		qemu_signal = qemu.killed_by();
 	}
 	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -565,7 +612,9 @@ group_outcome run_group(const group_spec &g)
 		job_status = console_job_exit(g.out / "serial.log");
 	std::string &ended = outcome.ended;
 	if (!qemu_status)
-		ended = "guest still running after " + std::to_string(g.timeout_s) + " s: killed";
+		ended = "guest still running after " + std::to_string(g.timeout_s) + " s: killed" +
+			(wedged_dump.value("answered", false) ? ", after its task and CPU dumps (sysrq by QMP: serial.log)"
+							       : "");
 	else if (qemu_signal)
 		ended = "QEMU was killed by signal " + std::to_string(qemu_signal) + " (" + strsignal(qemu_signal) +
 			"), not by pinmatrix";
@@ -585,6 +634,8 @@ group_outcome run_group(const group_spec &g)
 			 {"job_exit", job_status ? json(*job_status) : json(nullptr)},
 			 {"ended", ended.empty() ? json(nullptr) : json(ended)},
 			 {"serial_log", "serial.log"}};
+	if (!wedged_dump.is_null())
+		vm["wedged_guest_dump"] = wedged_dump;
 	if (auto phases = guest_phases(guest_dir, wall_s); !phases.empty())
 		vm["phases_s"] = phases;
 	if (!g.guest_cmd.empty() || g.ssh_port) {

@@ -50,6 +50,16 @@ module_param(stall_pin_until_killed, bool, 0600);
 MODULE_PARM_DESC(stall_pin_until_killed,
 		 "Fault injection: PIN holds its pages and sleeps until its task is killed");
 
+/*
+ * The same, running: a long-term pin whose retry loop never sleeps leaves
+ * its task runnable (state R) in the kernel, where no wait channel names
+ * it and unwinding it from another task is unreliable.
+ */
+static bool spin_pin_until_killed;
+module_param(spin_pin_until_killed, bool, 0600);
+MODULE_PARM_DESC(spin_pin_until_killed,
+		 "Fault injection: PIN holds its pages and spins (runnable) until its task is killed");
+
 /* Probe in batches so that a scan of hundreds of MiB needs no large buffer. */
 #define PROBE_BATCH 256
 
@@ -471,6 +481,24 @@ static noinline int pm_stall_until_killed(void)
 	return -EINTR;
 }
 
+/*
+ * noinline: a CPU backtrace should name where the task spins, so it mostly
+ * spins here and yields now and then (the runner may share its CPU).
+ */
+static noinline int pm_spin_until_killed(void)
+{
+	unsigned long n = 0;
+
+	pr_info("%s[%d]: PIN spins until the task is killed (spin_pin_until_killed)\n",
+		current->comm, task_pid_nr(current));
+	while (!fatal_signal_pending(current)) {
+		cpu_relax();
+		if (++n % 65536 == 0)
+			cond_resched();
+	}
+	return -EINTR;
+}
+
 /* Writes the pinned PFNs out; a fault there may wait, so no lock is held. */
 static int pm_put_pfns(struct pm_pin *pin, u64 __user *upfns)
 {
@@ -578,6 +606,8 @@ static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 	ret = pm_take_pages(pin);
 	if (!ret && READ_ONCE(stall_pin_until_killed))
 		ret = pm_stall_until_killed();
+	if (!ret && READ_ONCE(spin_pin_until_killed))
+		ret = pm_spin_until_killed();
 	if (!ret)
 		ret = pm_put_pfns(pin, upfns);
 	if (!ret)

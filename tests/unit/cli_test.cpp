@@ -315,7 +315,7 @@ TEST(Cli, EmptyKernelNamesAreRefusedBeforeAnythingIsWritten)
 	const scratch s("pm-cli-empty");
 	const fs::path out = s.dir / "out", cache = s.dir / "cache";
 	for (const std::string k : {"build:", "debian:", "tree:", "debs:", "image:", "build@6.12:", "build@"})
-		for (const std::string cmd : {"vm --out " + out.string(), std::string("kernel build")}) {
+		for (const std::string &cmd : {"vm --out " + out.string(), std::string("kernel build")}) {
 			auto r = run_pinmatrix(cmd + " --kernel " + k + " --cache " + cache.string());
 			EXPECT_EQ(r.exit_code, 2) << cmd << " " << k << "\n" << r.output;
 			EXPECT_NE(r.output.find("kernel '" + k + "'"), std::string::npos) << k << "\n" << r.output;

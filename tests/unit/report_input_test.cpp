@@ -181,8 +181,14 @@ TEST(ReportInput, DuplicateCasesAreRefused)
 		       "case " + std::to_string(twice["cases"].size()) + " (" + id + "): the same case as case 2", dir);
 	expect_refused("report --compare " + shell_quoted(run) + " " + shell_quoted(good), "the same case as", dir);
 	expect_refused("report " + shell_quoted(run), "the same case as", dir);
-	// The same id on another kernel or placement is another case.
+	// The same id on another kernel or placement is another case, and on
+	// another node of a fleet's merged results.
 	EXPECT_NO_THROW(report::check_schema(run_of_several_kernels(), "x"));
+	json fleet = sample_run();
+	fleet["cases"].push_back(fleet["cases"][1]);
+	fleet["cases"][1]["node"] = "node-1";
+	fleet["cases"].back()["node"] = "node-2";
+	EXPECT_NO_THROW(report::check_schema(fleet, "x"));
 }
 
 // `report DIR --out X` wrote next to DIR/results.json and ignored X.

@@ -506,6 +506,29 @@ TEST(VmFaults, GuestThatNeverEndsIsKilledAtTheTimeout)
 	EXPECT_EQ(doc["vm"]["qemu_exit"], "killed");
 }
 
+// A guest still running at its timeout (here case B never returns and its
+// case timeout is longer) is asked, before QEMU is killed, for its blocked
+// tasks, CPU backtraces and all tasks: Alt+SysRq through QEMU's monitor
+// (QMP), which needs nothing of the guest but its keyboard interrupt.
+TEST(VmFaults, GuestPastItsTimeoutIsAskedForItsTaskDumpsBeforeTheKill)
+{
+	require_vm();
+	auto dir = out_dir("wedged");
+	auto r = run_pinmatrix("vm --cases B --fault hang-at=B --case-timeout 3000 --timeout 40 --out " + dir.string());
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	auto doc = load(dir);
+	const auto &dump = doc["vm"]["wedged_guest_dump"];
+	EXPECT_EQ(dump["answered"], true) << dump.dump(2);
+	EXPECT_NE(doc["vm"]["ended"].get<std::string>().find("after its task and CPU dumps"), std::string::npos)
+		<< doc["vm"].dump(2);
+	std::ifstream in(dir / "serial.log");
+	const std::string serial((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	for (const char *want : {"sysrq: Show Blocked State", "sysrq: Show backtrace of all active CPUs",
+				 "sysrq: Show State", "task:pinmatrix"})
+		EXPECT_NE(serial.find(want), std::string::npos) << want << " not in serial.log";
+	EXPECT_EQ(by_id(doc, "B")["verdict"], "error");
+}
+
 // A registration that never returns, inside the kernel: the module's PIN
 // sleeps (killable) at case B until SIGKILL (pinmatrix.ko's
 // stall_pin_until_killed, set by the runner for B only).
@@ -541,6 +564,59 @@ TEST(VmFaults, CaseStuckInTheKernelIsDumpedKilledAndTheRestRun)
 	EXPECT_EQ(by_id(doc, "D")["verdict"], "pass") << by_id(doc, "D").value("reason", "");
 	EXPECT_EQ(doc["vmstat_after"]["nr_foll_pin_acquired"], doc["vmstat_after"]["nr_foll_pin_released"]);
 	EXPECT_TRUE(doc["complete"].get<bool>());
+}
+
+// A registration that never returns and never sleeps: the module's PIN
+// spins, runnable, at case B, under a kretprobe on the spinning function
+// as a long-term GUP loop would spin under the suite's own kretprobes
+// (tests/vm/spinning-task.sh). The runner does not unwind it from another
+// task: with one vCPU that made the kernel warn (rethook_find_ret_addr,
+// kernel/trace/rethook.c:263 on 6.1) and the case report a kernel bug of
+// its own making. Returns case B's record.
+json spinning_case(unsigned cpus)
+{
+	auto dir = out_dir("kernel-spin-" + std::to_string(cpus));
+	auto r = run_pinmatrix("vm --cpus " + std::to_string(cpus) + " --out " + dir.string() +
+			       " --guest-cmd 'bash " PINMATRIX_SOURCE_DIR "/tests/vm/spinning-task.sh " PINMATRIX_BIN
+			       " /run/pinmatrix/spin'");
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	json b = by_id(load(dir / "guest" / "spin"), "B");
+	EXPECT_EQ(b["verdict"], "error");
+	const std::string reason = b["reason"];
+	EXPECT_NE(reason.find("did not finish within 6 s"), std::string::npos) << reason;
+	EXPECT_EQ(reason.find("the kernel reported a bug"), std::string::npos) << reason;
+	EXPECT_FALSE(b.contains("kernel_alarms")) << b.dump(2);
+	const auto &stuck = b["stuck_task"];
+	EXPECT_EQ(stuck["state"], "R") << stuck.dump(2);
+	EXPECT_TRUE(stuck["kernel_stack"].empty()) << stuck.dump(2);
+	// SIGKILL ended the spin and released what the pin held.
+	const auto &after_kill = stuck["vmstat_after_kill"];
+	EXPECT_EQ(after_kill["nr_foll_pin_acquired"], after_kill["nr_foll_pin_released"]) << stuck.dump(2);
+	return b;
+}
+
+// With a second CPU, the one that runs it unwinds itself (sysrq 'l').
+TEST(VmFaults, CaseSpinningInTheKernelIsNamedFromItsOwnCpu)
+{
+	require_vm();
+	const json b = spinning_case(2);
+	EXPECT_NE(b.value("reason", "").find("running, spinning at pm_spin_until_killed"), std::string::npos)
+		<< b.value("reason", "");
+	const auto &stuck = b["stuck_task"];
+	const std::string trace = stuck["cpu_backtrace"]["lines"].dump();
+	EXPECT_NE(trace.find("PID: " + std::to_string(stuck["pid"].get<int>()) + " "), std::string::npos)
+		<< stuck.dump(2);
+	EXPECT_NE(trace.find("pm_spin_until_killed"), std::string::npos) << stuck.dump(2);
+}
+
+// With one, the runner holds the CPU at the dump: where it spins is
+// unknown, said so, and no kernel warning of the runner's own making.
+TEST(VmFaults, CaseSpinningOnTheOnlyCpuIsUnknownNotAWarningOfOurOwn)
+{
+	require_vm();
+	const json b = spinning_case(1);
+	EXPECT_NE(b.value("reason", "").find("running, where is unknown"), std::string::npos) << b.value("reason", "");
+	EXPECT_TRUE(b["stuck_task"]["cpu_backtrace"].contains("note")) << b["stuck_task"].dump(2);
 }
 
 TEST(VmFaults, KernelHangAtACaseWithoutAModulePinIsBadUsage)
