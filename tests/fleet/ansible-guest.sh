@@ -16,8 +16,9 @@
 # tmpfs, so it is saved and put back over ssh), the guest is powered off and
 # booted with another kernel, and a third play must build the module again
 # for the new release, run the matrix again and report the new kernel.
-# The guest has 2 vCPUs: the three inventory hosts' tasks (each a Python
-# process in an emulated guest) and the module's build run in parallel.
+# The guest has 1 vCPU: with 2 (--cpus 2) on CI's 2-core host the first
+# play took 650 s instead of 382 s (measured; the module's build forks and
+# execs much, and cross-vCPU work is dear under TCG).
 # Usage: ansible-guest.sh OUT_DIR PINMATRIX_BIN SOURCE_DIR   (exit 77: skipped)
 #   PINMATRIX_FLEET_SECOND_KERNEL: the kernel of the second boot
 #   (default debian:6.12.117+deb12-amd64; any `pinmatrix vm --kernel` value)
@@ -44,7 +45,7 @@ boot_guest() {
   vm_dir=$1
   shift
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  "$bin" vm --out "$vm_dir" --ssh-port "$port" --ssh-key "$out/ssh/id_ed25519.pub" --cpus 2 --timeout 3000 "$@" \
+  "$bin" vm --out "$vm_dir" --ssh-port "$port" --ssh-key "$out/ssh/id_ed25519.pub" --timeout 3000 "$@" \
     > "$vm_dir.log" 2>&1 &
   vm_pid=$!
   echo "fleet-test: guest booting (${*:-the default kernel}), sshd on 127.0.0.1:$port"
@@ -62,8 +63,7 @@ boot_guest() {
     ssh "${ssh_opts[@]}" root@127.0.0.1 true 2>/dev/null && break
     sleep 2
   done
-  ssh "${ssh_opts[@]}" root@127.0.0.1 'echo "fleet-test: ssh into $(uname -r) ok, $(nproc) vCPUs"
-    [ "$(nproc)" = 2 ] || { echo "fleet-test: the guest has $(nproc) vCPUs, not the 2 of --cpus 2"; exit 1; }'
+  ssh "${ssh_opts[@]}" root@127.0.0.1 'echo "fleet-test: ssh into $(uname -r) ok"'
 }
 # The guest powers off when its job sees stop.
 stop_guest() {

@@ -514,7 +514,7 @@ TEST(VmFaults, GuestPastItsTimeoutIsAskedForItsTaskDumpsBeforeTheKill)
 {
 	require_vm();
 	auto dir = out_dir("wedged");
-	auto r = run_pinmatrix("vm --cases B --fault hang-at=B --case-timeout 3000 --timeout 40 --out " + dir.string());
+	auto r = run_pinmatrix("vm --cases B --fault hang-at=B --case-timeout 3000 --timeout 25 --out " + dir.string());
 	EXPECT_EQ(r.exit_code, 1) << r.output;
 	auto doc = load(dir);
 	const auto &dump = doc["vm"]["wedged_guest_dump"];
