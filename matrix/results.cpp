@@ -212,12 +212,55 @@ void write_json_atomically(const std::filesystem::path &path, const json &doc)
 	}
 }
 
+namespace {
+
+// Whether text nests arrays and objects deeper than max (outside strings).
+bool nested_deeper_than(std::string_view text, size_t max)
+{
+	size_t depth = 0;
+	bool in_string = false;
+	for (size_t i = 0; i < text.size(); i++) {
+		const char ch = text[i];
+		if (in_string) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_string = false;
+		} else if (ch == '"') {
+			in_string = true;
+		} else if (ch == '[' || ch == '{') {
+			if (++depth > max)
+				return true;
+		} else if ((ch == ']' || ch == '}') && depth) {
+			depth--;
+		}
+	}
+	return false;
+}
+
+} // namespace
+
 json read_json(const std::filesystem::path &path)
 {
-	std::ifstream in(path);
-	if (!in)
-		throw last_sys_error("open " + path.string());
-	return json::parse(in);
+	std::error_code ec;
+	const uintmax_t size = std::filesystem::file_size(path, ec);
+	if (ec)
+		throw usage_error(path.string() + ": cannot read it (" + ec.message() + ")");
+	if (size > max_json_bytes)
+		throw usage_error(path.string() + ": larger than " + std::to_string(max_json_bytes >> 20) +
+				  " MiB (" + std::to_string(size) + " bytes): not a results document");
+	std::ifstream in(path, std::ios::binary);
+	std::string text(size_t(size), '\0');
+	if (!in || !in.read(text.data(), std::streamsize(text.size())))
+		throw usage_error(path.string() + ": cannot read it");
+	if (nested_deeper_than(text, max_json_depth))
+		throw usage_error(path.string() + ": nested deeper than " + std::to_string(max_json_depth) +
+				  " levels: not a results document");
+	try {
+		return json::parse(text);
+	} catch (const json::exception &e) {
+		throw usage_error(path.string() + ": not valid JSON (" + e.what() + ")");
+	}
 }
 
 std::string format_table(const json &cases)

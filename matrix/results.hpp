@@ -7,6 +7,7 @@
 //     second_pin, expected, observed: {errno, migrated, pfn_before,
 //     pfn_after, ...}, latency_ns, verdict, reason} ], "summary", "verdict" }
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -38,6 +39,14 @@ int exit_code(const run_summary &s);
 // Writes pretty JSON to path through a temporary file and rename(), so a
 // reader never sees half a file.
 void write_json_atomically(const std::filesystem::path &path, const nlohmann::json &doc);
+// Bounds on a JSON file that is read back (a results.json, a node's
+// status.json or facts.json, a guest's results): one larger, or nested
+// deeper (the document itself is level 1), is refused before it is parsed.
+inline constexpr uintmax_t max_json_bytes = uintmax_t(1) << 30;
+inline constexpr size_t max_json_depth = 64;
+// Reads and parses one JSON file within those bounds. Throws usage_error
+// with one message naming the file and what is wrong (unreadable, too large,
+// too deep, not JSON).
 nlohmann::json read_json(const std::filesystem::path &path);
 
 // The human table: case, placement, first pin, second pin, expected,

@@ -25,7 +25,7 @@ json read_optional(const fs::path &file)
 {
 	if (!fs::exists(file))
 		return nullptr;
-	json doc = report::read_document(file);
+	json doc = read_json(file);
 	if (!doc.is_object())
 		throw usage_error("report --fleet: " + file.string() + ": not a JSON object");
 	return doc;

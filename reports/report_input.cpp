@@ -20,57 +20,6 @@ namespace pinmatrix::report {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// Whether text nests arrays and objects deeper than max (outside strings).
-bool nested_deeper_than(std::string_view text, size_t max)
-{
-	size_t depth = 0;
-	bool in_string = false;
-	for (size_t i = 0; i < text.size(); i++) {
-		const char ch = text[i];
-		if (in_string) {
-			if (ch == '\\')
-				i++;
-			else if (ch == '"')
-				in_string = false;
-		} else if (ch == '"') {
-			in_string = true;
-		} else if (ch == '[' || ch == '{') {
-			if (++depth > max)
-				return true;
-		} else if ((ch == ']' || ch == '}') && depth) {
-			depth--;
-		}
-	}
-	return false;
-}
-
-} // namespace
-
-json read_document(const fs::path &file)
-{
-	std::error_code ec;
-	const uintmax_t size = fs::file_size(file, ec);
-	if (ec)
-		throw usage_error(file.string() + ": cannot read it (" + ec.message() + ")");
-	if (size > max_results_bytes)
-		throw usage_error(file.string() + ": larger than " + std::to_string(max_results_bytes >> 20) +
-				  " MiB (" + std::to_string(size) + " bytes): not a results document");
-	std::ifstream in(file, std::ios::binary);
-	std::string text(size_t(size), '\0');
-	if (!in || !in.read(text.data(), std::streamsize(text.size())))
-		throw usage_error(file.string() + ": cannot read it");
-	if (nested_deeper_than(text, max_json_depth))
-		throw usage_error(file.string() + ": nested deeper than " + std::to_string(max_json_depth) +
-				  " levels: not a results document");
-	try {
-		return json::parse(text);
-	} catch (const json::exception &e) {
-		throw usage_error(file.string() + ": not valid JSON (" + e.what() + ")");
-	}
-}
-
 results_file load_results(const fs::path &dir_or_file)
 {
 	std::error_code ec;
@@ -81,7 +30,7 @@ results_file load_results(const fs::path &dir_or_file)
 	r.path = fs::is_directory(status) ? dir_or_file / "results.json" : dir_or_file;
 	if (!fs::is_regular_file(r.path, ec))
 		throw usage_error(dir_or_file.string() + ": no results.json in this directory");
-	r.doc = read_document(r.path);
+	r.doc = read_json(r.path);
 	check_schema(r.doc, r.path.string());
 	return r;
 }

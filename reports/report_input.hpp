@@ -33,14 +33,7 @@ struct results_file {
 // what is wrong with it.
 results_file load_results(const std::filesystem::path &dir_or_file);
 
-// Bounds on what is read: a results.json (or a node's status.json,
-// facts.json) larger, or nested deeper (the document itself is level 1),
-// is refused before it is parsed.
-inline constexpr uintmax_t max_results_bytes = uintmax_t(1) << 30;
-inline constexpr size_t max_json_depth = 64;
-// Reads and parses one JSON file within those bounds; throws usage_error
-// naming the file (unreadable, too large, too deep, not JSON).
-json read_document(const std::filesystem::path &file);
+// What is read is bounded (size and depth): read_json() (results.hpp).
 // Throws usage_error unless doc is schema pinmatrix/1 with a "cases" array
 // whose every record is an object with a string id and a verdict of pass,
 // fail, skip or error, whose fields the reports read have their types

@@ -15,6 +15,7 @@
 #include "fleet.hpp"
 #include "report_fixtures.hpp"
 #include "report_input.hpp"
+#include "results.hpp"
 #include "reports.hpp"
 #include "sys_error.hpp"
 
@@ -77,10 +78,10 @@ TEST(ReportInput, DeepNestingIsRefused)
 	expect_refused("report " + shell_quoted(deep), "nested deeper than", dir);
 	expect_refused("report --compare " + shell_quoted(deep) + " " + shell_quoted(deep), "nested deeper than",
 		       dir);
-	const auto just_past = save_text(dir, "past", nested_run(report::max_json_depth));
+	const auto just_past = save_text(dir, "past", nested_run(max_json_depth));
 	EXPECT_THROW(report::load_results(just_past), usage_error);
 	// Within the bound it reads (the document's own level is the first).
-	const auto within = save_text(dir, "within", nested_run(report::max_json_depth - 1));
+	const auto within = save_text(dir, "within", nested_run(max_json_depth - 1));
 	EXPECT_NO_THROW(report::load_results(within));
 }
 
@@ -89,7 +90,7 @@ TEST(ReportInput, OversizedFileIsRefusedUnread)
 {
 	temp_dir dir;
 	const auto big = save_text(dir, "big", sample_run().dump());
-	fs::resize_file(big / "results.json", report::max_results_bytes + 1);	// sparse: nothing on disk
+	fs::resize_file(big / "results.json", max_json_bytes + 1);	// sparse: nothing on disk
 	expect_refused("report " + shell_quoted(big), "larger than", dir);
 }
 

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include "placement.hpp"
 #include "proc_pages.hpp"
 #include "results.hpp"
+#include "sys_error.hpp"
 
 using namespace pinmatrix;
 namespace fs = std::filesystem;
@@ -84,6 +86,36 @@ TEST(Results, AtomicWriteLeavesOnlyTheFile)
 		files++;
 	EXPECT_EQ(files, 1u);
 	EXPECT_THROW(write_json_atomically(dir / "missing-dir" / "r.json", {}), std::system_error);
+	fs::remove_all(dir);
+}
+
+// The launcher reads the guest's results.json with read_json(): a guest's
+// file nested 200,000 deep crashed it (recursion in the parser), one that
+// is not JSON threw a parser error naming no file. Each is one message
+// naming the file now; the launcher records it as the run's end.
+TEST(Results, ReadJsonRefusesADeepOrBrokenFileByName)
+{
+	fs::path dir = fs::temp_directory_path() / ("pm-results-deep-" + std::to_string(getpid()));
+	fs::create_directories(dir);
+	auto refused = [&](const std::string &name, const std::string &text, const std::string &why) {
+		const fs::path f = dir / name;
+		std::ofstream(f) << text;
+		try {
+			read_json(f);
+			ADD_FAILURE() << name << ": read";
+		} catch (const usage_error &e) {
+			EXPECT_NE(std::string(e.what()).find(f.string() + ": " + why), std::string::npos) << e.what();
+		}
+	};
+	refused("deep.json", std::string(200000, '[') + std::string(200000, ']'), "nested deeper than 64");
+	refused("past.json", std::string(max_json_depth + 1, '[') + std::string(max_json_depth + 1, ']'),
+		"nested deeper than");
+	refused("broken.json", "{\"schema\": ", "not valid JSON");
+	refused("missing.json.d/none", "", "cannot read it");
+	// Brackets inside strings are not nesting; the bound itself reads.
+	std::ofstream(dir / "ok.json") << std::string(max_json_depth, '[') << "\"[[[[{{{{\""
+				       << std::string(max_json_depth, ']');
+	EXPECT_NO_THROW(read_json(dir / "ok.json"));
 	fs::remove_all(dir);
 }
 
