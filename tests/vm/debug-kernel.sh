@@ -40,8 +40,12 @@ echo "== planted: exit $rc (want 1)"
 # "The debug kernel").
 step matrix vm --kernel build:debug --out "$out/matrix"
 step matrix-cma vm --kernel build:debug --placement cma --out "$out/matrix-cma"
+# The UALink guest tests without EachBit/* (one suite run per fault bit:
+# 180 of their 226 s here). Those check the suite's judgement, which the
+# kernel does not change (vm.ualink runs them); the model's code under each
+# bit still runs here, in ualink_fuzz --fault-bits 1.
 step ualink vm --kernel build:debug --out "$out/ualink" --timeout 1200 \
-  --guest-cmd "$ualink --gtest_output=xml:/run/pinmatrix/ualink-tests.xml"
+  --guest-cmd "$ualink '--gtest_filter=-EachBit/*' --gtest_output=xml:/run/pinmatrix/ualink-tests.xml"
 step fuzz vm --kernel build:debug --out "$out/fuzz" \
   --guest-cmd "$fuzz --seed 1 --calls 20000 --threads 4 --forks 8 && $fuzz --seed 2 --calls 20000 --threads 2 --forks 4"
 step fuzz-ualink vm --kernel build:debug --out "$out/fuzz-ualink" \
