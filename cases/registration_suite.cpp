@@ -3,11 +3,11 @@
 
 #include <linux/capability.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include "capability.hpp"
 #include "case_telemetry.hpp"
 #include "mapping.hpp"
 #include "pin_module.hpp"
@@ -54,21 +54,6 @@ const memlock_case &by_id(const std::string &id)
 		if (id == std::string("registration/") + c.name)
 			return c;
 	throw std::logic_error("not a registration case: " + id);
-}
-
-// CAP_IPC_LOCK in the effective set, through capget/capset (no libcap).
-int set_ipc_lock(bool on)
-{
-	__user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-	__user_cap_data_struct data[2]{};
-	if (syscall(SYS_capget, &hdr, data))
-		return -errno;
-	const uint32_t bit = 1u << (CAP_IPC_LOCK % 32);
-	if (on)
-		data[CAP_IPC_LOCK / 32].effective |= bit;
-	else
-		data[CAP_IPC_LOCK / 32].effective &= ~bit;
-	return syscall(SYS_capset, &hdr, data) ? -errno : 0;
 }
 
 std::string expected_summary(const memlock_case &c)
@@ -132,14 +117,14 @@ public:
 		small.rlim_cur = limit;
 		if (setrlimit(RLIMIT_MEMLOCK, &small))
 			throw last_sys_error("setrlimit(RLIMIT_MEMLOCK, " + std::to_string(limit) + ")");
-		if (int ret = set_ipc_lock(false))
+		if (int ret = set_effective_cap(CAP_IPC_LOCK, false))
 			throw sys_error(-ret, "capset: drop CAP_IPC_LOCK");
 
 		telemetry.next_role("with RLIMIT_MEMLOCK " + std::to_string(limit) + " bytes and no CAP_IPC_LOCK");
 		registration reg = register_memory(dev, page.data(), ps);
 		reg.mr.reset();
 
-		const int restore_cap = set_ipc_lock(true);
+		const int restore_cap = set_effective_cap(CAP_IPC_LOCK, true);
 		const int restore_limit = setrlimit(RLIMIT_MEMLOCK, &saved) ? errno : 0;
 		telemetry.next_role("limit and CAP_IPC_LOCK restored");
 		registration again = register_memory(dev, page.data(), ps);

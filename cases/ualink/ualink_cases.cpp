@@ -2,6 +2,7 @@
 #include "ualink_cases.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/dma-buf.h>
 #include <sys/ioctl.h>
 #include <sys/klog.h>
@@ -16,12 +17,14 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <regex>
 #include <set>
 #include <stdexcept>
 #include <thread>
 
+#include "capability.hpp"
 #include "kernel_log.hpp"
 #include "sys_error.hpp"
 
@@ -662,6 +665,71 @@ void import_forged(case_context &c)
 	c.facts["note"] = "the posted driver looks an imported handle up by handle_lo alone";
 }
 
+// The primary node of an accelerator, opened twice: its DRM master, and a
+// client the master has not authenticated.
+struct primary_files {
+	accel master;
+	accel client;
+};
+
+primary_files open_primary_pair(const accel &a)
+{
+	accel master = a.open_primary();
+	if (!master.become_master())
+		throw unmet_need(master.node() + ": another file is its DRM master (a display server?)");
+	// Root's DRM files are authenticated from the start (drm_file_alloc():
+	// "for compatibility root is always authenticated", capable(CAP_SYS_ADMIN)
+	// at open): the client opens its node without CAP_SYS_ADMIN.
+	effective_cap_dropped no_admin(CAP_SYS_ADMIN);
+	if (!no_admin.ok())
+		throw sys_error(-no_admin.error(), "capset: drop CAP_SYS_ADMIN to open a client");
+	return {std::move(master), a.open_primary()};
+}
+
+// The same export and import from each kind of DRM file: the render node,
+// the primary node's master, a primary-node client before and after the
+// master authenticated it; on the exporter (export, local import) and on a
+// peer (its first import by the master, the client's repeated one).
+void primary_node_auth(case_context &c)
+{
+	const accel &a = c.pod.exporter();
+	auto bo = a.create_bo(bo_size, vram);
+	handle128 h;
+	c.expect_rc("export from a render-node client", "render", a.try_export(bo.get(), h));
+	auto shared = a.prime_export(bo.get());
+	auto ops = [&](const accel &who, const gem_handle *gem, const std::string &as, std::string_view key) {
+		handle128 out;
+		unique_fd fd;
+		if (gem)
+			c.expect_rc("export from " + as, key, who.try_export(gem->get(), out));
+		c.expect_rc("import on " + as, key, who.try_import(h, fd));
+	};
+	// On the exporter each file exports the BO through its own GEM handle.
+	auto each_file = [&](const primary_files &f, bool exporter, const std::string &where) {
+		gem_handle on_master, on_client;
+		if (exporter) {
+			on_master = f.master.prime_to_handle(shared.get());
+			on_client = f.client.prime_to_handle(shared.get());
+		}
+		ops(f.master, exporter ? &on_master : nullptr, "the master of " + where, "master");
+		ops(f.client, exporter ? &on_client : nullptr, "an unauthenticated client of " + where,
+		    "unauthenticated");
+		if (const int rc = f.client.try_authenticate(f.master))
+			throw std::system_error(-rc, std::generic_category(),
+						"drmGetMagic/drmAuthMagic on " + f.master.node());
+		ops(f.client, exporter ? &on_client : nullptr, "that client once authenticated", "authenticated");
+	};
+	const primary_files ex = open_primary_pair(a);
+	each_file(ex, true, "the exporter's primary node " + ex.master.node());
+	c.facts["primary_node"] = ex.master.node();
+	if (c.pod.remote_count() > 0) {
+		const primary_files peer = open_primary_pair(c.pod.remote());
+		each_file(peer, false, "a peer's primary node " + peer.master.node());
+		c.facts["peer_primary_node"] = peer.master.node();
+	}
+	c.summary = "render, master, authenticated 0; unauthenticated EACCES";
+}
+
 void import_accel_id_range(case_context &c)
 {
 	const accel &a = c.pod.exporter();
@@ -1058,6 +1126,12 @@ const std::vector<case_def> &case_table()
 		{"import-forged-refused", doc_authorized,
 		 "EINVAL, also right handle_lo + wrong handle_hi after an import", needs_device | needs_remote,
 		 {{"forged", EINVAL}, {"legit", 0}}, import_forged},
+		{"primary-node-auth",
+		 "posted DRM_IOCTL_DEF_DRV(AMDGPU_UALINK_HANDLE, ..., DRM_AUTH|DRM_RENDER_ALLOW): any render-node "
+		 "client; on the primary node the master or a client it authenticated (drmAuthMagic)",
+		 "EACCES for an unauthenticated primary-node client, export and import", needs_device,
+		 {{"render", 0}, {"master", 0}, {"unauthenticated", EACCES}, {"authenticated", 0}},
+		 primary_node_auth},
 		{"import-accel-id-range",
 		 "posted amdgpu_ualink_import_handle(): accel id (handle_lo bits 9:0) >= "
 		 "AMDGPU_UALINK_ACCEL_MAX (256) -> -EINVAL",
@@ -1126,6 +1200,8 @@ const std::vector<fault_def> &fault_table()
 		 "unknown flags accepted on an import on a peer", "nonzero-flags-rejected"},
 		{UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF, "first-import-low-half",
 		 "a peer's first import is matched by handle_lo alone", "import-forged-refused"},
+		{UALINK_SIM_FAULT_PRIMARY_NO_AUTH, "primary-no-auth",
+		 "an unauthenticated primary-node client may export and import", "primary-node-auth"},
 	};
 	return table;
 }

@@ -177,19 +177,52 @@ std::optional<accel> accel::open(const std::string &node, std::string *why)
 	return a;
 }
 
-accel accel::reopen() const
+accel accel::open_sibling(const std::string &node) const
 {
-	unique_fd fd(::open(node_.c_str(), O_RDWR | O_CLOEXEC));
+	unique_fd fd(::open(node.c_str(), O_RDWR | O_CLOEXEC));
 	if (!fd)
-		throw last_sys_error("open " + node_);
+		throw last_sys_error("open " + node);
 	accel a;
-	a.node_ = node_;
+	a.node_ = node;
 	a.driver_ = driver_;
 	a.kind_ = kind_;
 	a.sysfs_ = sysfs_;
 	a.id_ = id_;
 	a.fd_ = std::move(fd);
 	return a;
+}
+
+accel accel::reopen() const
+{
+	return open_sibling(node_);
+}
+
+accel accel::open_primary() const
+{
+	// <device>/drm/ lists the device's nodes (drmGetDevice2 cannot tell the
+	// model's devices apart: they have no bus of their own).
+	const fs::path nodes = sysfs_.parent_path() / "drm";
+	std::error_code ec;
+	for (const auto &e : fs::directory_iterator(nodes, ec)) {
+		const std::string name = e.path().filename().string();
+		if (name.rfind("card", 0) == 0)
+			return open_sibling("/dev/dri/" + name);
+	}
+	throw unmet_need(node_ + " has no primary node (nothing named card* in " + nodes.string() + ")");
+}
+
+bool accel::become_master() const
+{
+	return drmIsMaster(fd_.get()) || drmSetMaster(fd_.get()) == 0;
+}
+
+int accel::try_authenticate(const accel &master) const
+{
+	drm_magic_t magic = 0;
+	if (const int rc = drmGetMagic(fd_.get(), &magic))
+		return rc < 0 ? rc : -EINVAL;
+	const int rc = drmAuthMagic(master.fd(), magic);
+	return rc < 0 ? rc : (rc ? -EINVAL : 0);
 }
 
 std::string accel::accel_state() const

@@ -93,6 +93,15 @@ public:
 	const std::filesystem::path &sysfs() const { return sysfs_; }
 	// Another DRM file on the same accelerator.
 	accel reopen() const;
+	// A DRM file on the same accelerator's primary node (/dev/dri/cardN, the
+	// card* beside its render node in sysfs): DRM_AUTH applies there, not on
+	// the render node. unmet_need when the device has none.
+	accel open_primary() const;
+	// On a primary node: whether this file is the DRM master, or became it
+	// (drmSetMaster); false while another file holds it.
+	bool become_master() const;
+	// drmGetMagic on this file, drmAuthMagic on master's: 0 or -errno.
+	int try_authenticate(const accel &master) const;
 
 	std::string accel_state() const;
 	std::vector<uint32_t> local_accels() const;
@@ -127,6 +136,7 @@ public:
 
 private:
 	accel() = default;
+	accel open_sibling(const std::string &node) const;	// node: of this accelerator
 	std::string node_, driver_;
 	driver_kind kind_ = driver_kind::model;
 	uint32_t id_ = 0;

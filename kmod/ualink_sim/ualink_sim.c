@@ -1060,7 +1060,12 @@ static int usim_pod_stats_ioctl(struct drm_device *dev, void *data, struct drm_f
 	return 0;
 }
 
-static const struct drm_ioctl_desc usim_ioctls[] = {
+/*
+ * Not const: UALINK_SIM_FAULT_PRIMARY_NO_AUTH takes DRM_AUTH off the handle
+ * ioctl's entry (usim_faults_set()), as if the driver had registered it with
+ * DRM_RENDER_ALLOW alone; drm_ioctl() reads an entry's flags once per call.
+ */
+static struct drm_ioctl_desc usim_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(UALINK_SIM_GEM_CREATE, usim_gem_create_ioctl, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(UALINK_SIM_GEM_MMAP, usim_gem_mmap_ioctl, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(UALINK_SIM_GEM_INFO, usim_gem_info_ioctl, DRM_RENDER_ALLOW),
@@ -1070,6 +1075,8 @@ static const struct drm_ioctl_desc usim_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(AMDGPU_UALINK_HANDLE, usim_ualink_handle_ioctl,
 			  DRM_AUTH | DRM_RENDER_ALLOW),
 };
+/* DRM_IOCTL_DEF_DRV() indexes an entry by its number past DRM_COMMAND_BASE. */
+#define USIM_HANDLE_IOCTL (&usim_ioctls[DRM_AMDGPU_UALINK_HANDLE])
 
 /*
  * drm_ioctl() with the UALink ioctl's fd slot: the handler reserves an fd
@@ -1280,6 +1287,28 @@ static int usim_npa_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(usim_npa);
 
+/* debugfs ualink_sim/faults: UALINK_SIM_FAULT_* */
+static int usim_faults_get(void *data, u64 *val)
+{
+	*val = READ_ONCE(pod.faults);
+	return 0;
+}
+
+static int usim_faults_set(void *data, u64 val)
+{
+	u32 flags = DRM_AUTH | DRM_RENDER_ALLOW;
+
+	if (val > U32_MAX)
+		return -EINVAL;
+	if (val & UALINK_SIM_FAULT_PRIMARY_NO_AUTH)
+		flags = DRM_RENDER_ALLOW;
+	WRITE_ONCE(USIM_HANDLE_IOCTL->flags, flags);
+	WRITE_ONCE(pod.faults, val);
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE(usim_faults_fops, usim_faults_get, usim_faults_set, "0x%08llx\n");
+
 /* Module */
 
 static void usim_accel_destroy(struct usim_accel *accel)
@@ -1395,7 +1424,7 @@ static int __init usim_init(void)
 		}
 	}
 	pod.debugfs = debugfs_create_dir(DRIVER_NAME, NULL);
-	debugfs_create_x32("faults", 0600, pod.debugfs, &pod.faults);
+	debugfs_create_file_unsafe("faults", 0600, pod.debugfs, NULL, &usim_faults_fops);
 	debugfs_create_file("npa", 0400, pod.debugfs, NULL, &usim_npa_fops);
 	return 0;
 }

@@ -183,7 +183,9 @@ struct drm_ualink_sim_pod_stats {
 #define UALINK_SIM_FAULT_PEER_FLAGS_UNCHECKED	(1U << 13)
 /* a peer's first import of a handle is matched by handle_lo alone */
 #define UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF	(1U << 14)
-#define UALINK_SIM_FAULT_ALL			((1U << 15) - 1)
+/* the handle ioctl has no DRM_AUTH: an unauthenticated primary-node client may use it */
+#define UALINK_SIM_FAULT_PRIMARY_NO_AUTH	(1U << 15)
+#define UALINK_SIM_FAULT_ALL			((1U << 16) - 1)
 
 #if defined(__cplusplus)
 }

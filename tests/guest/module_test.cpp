@@ -28,6 +28,7 @@
 
 #include <gtest/gtest.h>
 
+#include "capability.hpp"
 #include "kernel_info.hpp"
 #include "kernel_log.hpp"
 #include "mapping.hpp"
@@ -566,21 +567,6 @@ long pages_kb(size_t n)
 	return long(n * page_size() / 1024);
 }
 
-// CAP_IPC_LOCK in the effective set, through capget/capset (no libcap).
-int set_ipc_lock(bool on)
-{
-	__user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-	__user_cap_data_struct data[2]{};
-	if (syscall(SYS_capget, &hdr, data))
-		return -errno;
-	const uint32_t bit = 1u << (CAP_IPC_LOCK % 32);
-	if (on)
-		data[CAP_IPC_LOCK / 32].effective |= bit;
-	else
-		data[CAP_IPC_LOCK / 32].effective &= ~bit;
-	return syscall(SYS_capset, &hdr, data) ? -errno : 0;
-}
-
 // RLIMIT_MEMLOCK (soft) of n pages; 0 or -errno.
 int set_memlock_pages(size_t n)
 {
@@ -673,7 +659,7 @@ TEST(ModuleMemlock, APinPastRlimitMemlockWithoutCapIpcLockIsENOMEM)
 			// CAP_IPC_LOCK (root) may pin past the limit, as ib_umem_get() may.
 			if (m.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, buf.addr(), 12, 0, a) || a.release())
 				_exit(11);
-			if (set_ipc_lock(false))
+			if (set_effective_cap(CAP_IPC_LOCK, false))
 				_exit(12);
 			if (m.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, buf.addr(), 8, 0, a))
 				_exit(13);
@@ -738,7 +724,7 @@ TEST(ModuleMemlock, AnInheritedFileChargesThePinningProcess)
 		if (raw_pin(m.fd(), PINMATRIX_CONTRACT_FOLL_PIN, buf.addr(), 4) <= 0 ||
 		    vm_pin_kb() != pages_kb(4))
 			_exit(21);
-		if (set_memlock_pages(2) || set_ipc_lock(false))
+		if (set_memlock_pages(2) || set_effective_cap(CAP_IPC_LOCK, false))
 			_exit(22);
 		if (raw_pin(m.fd(), PINMATRIX_CONTRACT_GUP_REF, buf.addr(), 1) != -ENOMEM ||
 		    vm_pin_kb() != pages_kb(4))
