@@ -5,10 +5,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -391,8 +394,32 @@ struct seen_registration {
 	trace_event entry;		// its ib_umem_get
 };
 
+// Whether execvp() finds something to run for name (a path, or a name
+// looked up in PATH): "" when it does, else why not.
+static std::string why_not_runnable(const std::string &name)
+{
+	auto runnable = [](const std::string &f) {
+		struct stat st;
+		return stat(f.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(f.c_str(), X_OK) == 0;
+	};
+	if (name.find('/') != std::string::npos)
+		return runnable(name) ? "" : "no such executable file";
+	const char *path = std::getenv("PATH");
+	std::istringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (std::string dir; std::getline(dirs, dir, ':');)
+		if (runnable((dir.empty() ? std::string(".") : dir) + "/" + name))
+			return "";
+	return "no such command in PATH";
+}
+
 int explain_command(const explain_options &opt, std::ostream &out)
 {
+	// As env(1) and time(1): 127 and one line for a command that is not
+	// there, found before the kernel trace is set up for it.
+	if (const auto why = why_not_runnable(opt.command.at(0)); !why.empty()) {
+		std::fprintf(stderr, "pinmatrix explain: cannot run %s: %s\n", opt.command[0].c_str(), why.c_str());
+		return 127;
+	}
 	auto trace = trace_session::start();
 	int ready[2];
 	if (pipe2(ready, O_CLOEXEC))

@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -129,6 +130,12 @@ void require_writable_dir(const fs::path &p, const std::string &what)
 					", not a directory");
 	if (access(at.c_str(), W_OK | X_OK))
 		refuse(what, p, where + "is not writable (" + strerror(errno) + ")");
+	// Root passes access() almost everywhere: only making an entry tells
+	// (procfs, sysfs, a full disk). The probe is removed at once.
+	std::string probe = (at / ".pinmatrix-probe-XXXXXX").string();
+	if (!mkdtemp(probe.data()))
+		refuse(what, p, where + "takes no new directory (" + strerror(errno) + ")");
+	rmdir(probe.c_str());
 }
 
 void require_path_name(const std::string &name, const std::string &what)

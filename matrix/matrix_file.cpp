@@ -112,9 +112,11 @@ private:
 				fail(t, std::string("'") + key + "' is missing");
 			return out;
 		}
+		// Given, a list is never empty: `cases = []` ran every case before.
 		const auto *arr = node->as_array();
-		if (!arr || (required && arr->empty()))
-			fail(*node, std::string("'") + key + "' must be a non-empty list of strings");
+		if (!arr || arr->empty())
+			fail(*node, std::string("'") + key + "' must be a non-empty list of strings" +
+					    (required ? "" : " (leave it out for every one)"));
 		for (const auto &e : *arr) {
 			if (!e.is_string())
 				fail(e, std::string("'") + key + "' must list strings");

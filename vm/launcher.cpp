@@ -917,6 +917,11 @@ int run_vm(const vm_options &opt)
 	check(plan_options{opt.first_pin, opt.second_pin});
 	if (opt.ssh_port && (opt.ssh_key.empty() || !opt.matrix.empty() || !opt.cases.empty() || !opt.fault.empty()))
 		throw usage_error("--ssh-port needs --ssh-key and excludes --matrix, --cases and --fault");
+	// An option whose partner is missing would be ignored in silence.
+	if (!opt.ssh_key.empty() && !opt.ssh_port)
+		throw usage_error("--ssh-key goes with --ssh-port");
+	if (!opt.bench_args.empty() && !opt.bench)
+		throw usage_error("--bench-args goes with --bench");
 	if (opt.bench && (!opt.guest_cmd.empty() || !opt.matrix.empty() || opt.ssh_port))
 		throw usage_error("--bench excludes --guest-cmd, --matrix and --ssh-port");
 	if (opt.bench)

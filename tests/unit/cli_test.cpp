@@ -45,6 +45,13 @@ TEST(Cli, BadUsageExitsTwoWithAMessage)
 		{"vm", "--out"},
 		{"vm --out /tmp/x --memory 12", "memory"},
 		{"vm --out /tmp/x --cases A --guest-cmd true", "excludes"},
+		// Ignored in silence before: the run went ahead without an sshd
+		// or without benchmarks.
+		{"vm --out /tmp/x --ssh-key /etc/hostname", "--ssh-key goes with --ssh-port"},
+		{"vm --out /tmp/x --bench-args --benchmark_filter=x", "--bench-args goes with --bench"},
+		// Root passes access(W_OK) on /proc: the run went ahead and failed
+		// at its first write, after the kernel was prepared.
+		{"vm --out /proc/pm-cli-test/out", "takes no new directory"},
 		{"vm --out /tmp/x --kernel build:nosuch", "NAME one of: debug"},
 		{"kernel build --kernel build:nosuch", "no Kconfig fragment at nosuch"},
 		{"kernel build --kernel build:+", "an empty fragment name"},

@@ -10,6 +10,8 @@
 
 #include <cstdio>
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -127,9 +129,15 @@ TEST(ExplainCommand, TheWrapperExitsWithTheCommandsStatus)
 	EXPECT_NE(ok.output.find("`true`"), std::string::npos) << ok.output;
 	auto fails = run_pinmatrix("explain -- sh -c 'exit 3'");
 	EXPECT_EQ(fails.exit_code, 3) << fails.output;
-	auto missing = run_pinmatrix("explain -- /nonexistent/command");
-	EXPECT_EQ(missing.exit_code, 127) << missing.output;
-	EXPECT_NE(missing.output.find("cannot run /nonexistent/command"), std::string::npos) << missing.output;
+	// A command that is not there: 127 (as env(1)) and one line, found
+	// before the trace (three lines before: the exit and the trace's state).
+	for (const std::string cmd : {"/nonexistent/command", "nonexistent-pm-command"}) {
+		auto missing = run_pinmatrix("explain -- " + cmd);
+		EXPECT_EQ(missing.exit_code, 127) << missing.output;
+		EXPECT_NE(missing.output.find("pinmatrix explain: cannot run " + cmd + ": no such "), std::string::npos)
+			<< missing.output;
+		EXPECT_EQ(std::count(missing.output.begin(), missing.output.end(), '\n'), 1) << missing.output;
+	}
 	EXPECT_NE(ok.output.find("no kernel trace"), std::string::npos) << ok.output;
 	unsetenv("PINMATRIX_NO_TRACE");
 }

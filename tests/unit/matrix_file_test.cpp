@@ -125,6 +125,9 @@ TEST_F(MatrixFile, BadFilesNameTheLineAndTheProblem)
 		{head + "[[run]]\nkernel = \"nope\"\nplacements = [\"movable\"]\n", ":3: kernel 'nope' is not defined"},
 		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"moveable\"]\n", "unknown placement 'moveable'"},
 		{head + "[[run]]\nkernel = \"k\"\nplacements = []\n", "non-empty list"},
+		// Ran every case before: the empty list read as "not given".
+		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\ncases = []\n",
+		 "'cases' must be a non-empty list of strings (leave it out for every one)"},
 		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"movable\", \"movable\"]\n", "listed twice"},
 		{head + "[[run]]\nkernel = \"k\"\nplacement = [\"movable\"]\n", "unknown key 'placement'"},
 		{"[kernels.k]\nsource = \"fedora\"\n[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\n", "expected debian, build, image, tree or debs"},

@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""A sweep of bad inputs through the CLI, no boot: arguments of every
+subcommand, kernel specs, matrix files and results files. Each input runs in
+a fresh scratch directory (its --out and --cache are in it, so an input that
+is not refused can touch nothing else) under a time bound, and is clean when
+pinmatrix
+
+  - exits non-zero, by itself (no signal, within the bound: a refusal is
+    immediate, an accepted input starts work),
+  - says so in one line that starts with "pinmatrix" (or CLI11's usage line
+    and one message),
+  - and leaves the scratch directory as it found it (nothing written, nothing
+    half-written).
+
+Usage: bad_input_sweep.py PINMATRIX [-v]   (exit 1 when any input is not clean)
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+BOUND_S = 20
+
+
+def listing(root):
+    out = set()
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            out.add(os.path.relpath(os.path.join(d, n), root))
+    return out
+
+
+def toml_inputs():
+    """Matrix files: (name, text)."""
+    good_kernel = '[kernels.k]\nsource = "debian"\nabi = "6.1"\n'
+    run = '[[run]]\nkernel = "k"\nplacements = ["ordinary"]\ncases = ["pin"]\n'
+    return [
+        ("empty", ""),
+        ("not-toml", "this is = = not toml ["),
+        ("no-run", good_kernel),
+        ("no-kernels", run),
+        ("run-unknown-kernel", good_kernel + run.replace('"k"', '"nosuch"')),
+        ("kernel-escapes", good_kernel.replace("kernels.k", 'kernels."../../escaped"') +
+         run.replace('"k"', '"../../escaped"')),
+        ("kernel-slash", good_kernel.replace("kernels.k", 'kernels."a/b"') + run.replace('"k"', '"a/b"')),
+        ("kernel-nul", good_kernel.replace("kernels.k", 'kernels."a\\u0000b"') +
+         run.replace('"k"', '"a\\u0000b"')),
+        ("kernel-empty-name", good_kernel.replace("kernels.k", 'kernels.""') + run.replace('"k"', '""')),
+        ("kernel-dot", good_kernel.replace("kernels.k", 'kernels."."') + run.replace('"k"', '"."')),
+        ("source-bogus", good_kernel.replace('"debian"', '"fedora"') + run),
+        ("abi-empty", good_kernel.replace('"6.1"', '""') + run),
+        ("abi-escapes", good_kernel.replace('"6.1"', '"../../etc"') + run),
+        ("fragment-passwd", '[kernels.k]\nsource = "build"\nfragment = "/etc/passwd"\n' + run),
+        ("fragment-escapes", '[kernels.k]\nsource = "build"\nfragment = "../../../etc/passwd"\n' + run),
+        ("placements-empty", good_kernel + run.replace('["ordinary"]', "[]")),
+        ("placement-bogus", good_kernel + run.replace('"ordinary"', '"bogus"')),
+        ("cases-bogus", good_kernel + run.replace('["pin"]', '["bogus"]')),
+        ("cases-empty", good_kernel + run.replace('["pin"]', "[]")),
+        ("placements-not-array", good_kernel + run.replace('["ordinary"]', '"ordinary"')),
+        ("kernel-not-string", good_kernel + run.replace('"k"', "42")),
+        ("unknown-key", good_kernel + run + 'colour = "red"\n'),
+        ("unknown-kernel-key", good_kernel + 'colour = "red"\n' + run),
+        ("deep-array", "x = " + "[" * 5000 + "]" * 5000 + "\n"),
+        ("huge-string", 'x = "' + "a" * (4 << 20) + '"\n'),
+    ]
+
+
+def results_inputs():
+    """results.json documents: (name, text)."""
+    case = {"id": "A", "verdict": "pass"}
+    doc = lambda cases, **kw: json.dumps({"schema": "pinmatrix/1", "cases": cases, **kw})
+    return [
+        ("empty", ""),
+        ("not-json", "{not json"),
+        ("array", "[1, 2, 3]"),
+        ("object-without-schema", json.dumps({"cases": [case]})),
+        ("schema-wrong", json.dumps({"schema": "pinmatrix/99", "cases": [case]})),
+        ("cases-not-array", doc({"A": 1})),
+        ("case-not-object", doc([1, "two", None])),
+        ("verdict-banana", doc([{"id": "A", "verdict": "banana"}])),
+        ("verdict-null", doc([{"id": "A", "verdict": None}])),
+        ("verdict-42", doc([{"id": "A", "verdict": 42}])),
+        ("verdict-missing", doc([{"id": "A"}])),
+        ("id-missing", doc([{"verdict": "pass"}])),
+        ("id-number", doc([{"id": 42, "verdict": "pass"}])),
+        ("same-case-twice", doc([case, case])),
+        ("placement-number", doc([{"id": "A", "verdict": "pass", "placement": 7}])),
+        ("deep", '{"schema": "pinmatrix/1", "cases": [], "x": ' + "[" * 200000 + "]" * 200000 + "}"),
+        ("nul-bytes", '{"schema": "pinmatrix/1", "cases": [\0]}'),
+    ]
+
+
+def cli_inputs(w):
+    """(name, argv) for argument errors; w: the scratch dir's paths."""
+    out, cache = w["out"], w["cache"]
+    vm = ["vm", "--out", out, "--cache", cache]
+    kb = ["kernel", "build", "--cache", cache]
+    a = []
+    add = lambda name, *argv: a.append((name, list(argv)))
+    add("no-subcommand")
+    add("unknown-subcommand", "frobnicate")
+    add("unknown-option", "cases", "--frob")
+    add("cases-extra", "cases", "extra")
+    # vm: each option, bad
+    add("vm-no-out", "vm", "--cache", cache)
+    add("vm-out-empty", "vm", "--out", "", "--cache", cache)
+    add("vm-out-is-file", "vm", "--out", w["file"], "--cache", cache)
+    add("vm-out-unwritable", "vm", "--out", "/proc/pm-sweep/out", "--cache", cache)
+    add("vm-cache-is-file", "vm", "--out", out, "--cache", w["file"])
+    add("vm-cache-empty", "vm", "--out", out, "--cache", "")
+    for v in ("0", "-1", "abc", "255", "99999999", "1e3", ""):
+        add("vm-memory-" + (v or "empty"), *vm, "--memory", v)
+    for v in ("0", "9", "x", "-1"):
+        add("vm-cpus-" + v, *vm, "--cpus", v)
+    for v in ("0", "-5", "abc", "2147483648"):
+        add("vm-timeout-" + v, *vm, "--timeout", v)
+        add("vm-case-timeout-" + v, *vm, "--case-timeout", v)
+    for v in ("bogus", "", "CMA", "movable,cma"):
+        add("vm-placement-" + (v or "empty"), *vm, "--placement", v)
+    for v in ("", ",", "A,,B", "Z", "A,Z", "../A"):
+        add("vm-cases-" + (v or "empty"), *vm, "--cases", v)
+    add("vm-append-long", *vm, "--append", "x" * 3000)
+    add("vm-append-newline", *vm, "--append", "a\nb")
+    add("vm-append-quote", *vm, "--append", 'a="b"')
+    for v in ("panic-at=", "hang-at=Z", "kernel-hang-at=A", "explode", "panic-at=A,B"):
+        add("vm-fault-" + (v or "empty"), *vm, "--fault", v)
+    add("vm-guest-cmd-and-cases", *vm, "--guest-cmd", "true", "--cases", "A")
+    add("vm-guest-cmd-and-matrix", *vm, "--guest-cmd", "true", "--matrix", w["file"])
+    for v in ("80", "70000", "x"):
+        add("vm-ssh-port-" + v, *vm, "--ssh-port", v)
+    add("vm-ssh-port-without-key", *vm, "--ssh-port", "2222")
+    add("vm-ssh-key-without-port", *vm, "--ssh-key", w["file"])
+    add("vm-ssh-key-missing", *vm, "--ssh-port", "2222", "--ssh-key", "/nonexistent-pm-key")
+    add("vm-bench-args-without-bench", *vm, "--bench-args", "--benchmark_filter=x")
+    add("vm-bench-and-guest-cmd", *vm, "--bench", "--guest-cmd", "true")
+    for v in ("bogus", ""):
+        add("vm-first-pin-" + (v or "empty"), *vm, "--first-pin", v)
+        add("vm-second-pin-" + (v or "empty"), *vm, "--second-pin", v)
+    add("vm-matrix-missing", *vm, "--matrix", "/nonexistent-pm.toml")
+    add("vm-matrix-dir", *vm, "--matrix", w["dir"])
+    add("vm-patch-not-build", *vm, "--kernel", "debian", "--patch", w["file"])
+    add("vm-positional", *vm, "extra")
+    # kernel specs, through vm and through kernel build
+    for spec in ("", "debian:", "build:", "image:", "tree:", "debs:", "debian:../x", "debian:6.1/../..",
+                 "build:../../etc/passwd", "build:debug+", "build:+", "build@", "build@six", "build@6.12:",
+                 "build@6.12:nosuch", "build:nosuch", "nosuch:", "fedora:41", "debian:6.1 x",
+                 "tree:/nonexistent-pm-tree", "debs:/nonexistent-pm-debs", "image:/nonexistent-pm-image",
+                 "tree:" + w["file"], "debs:" + w["dir"], "tree:" + w["dir"]):
+        add("vm-kernel-" + (spec or "empty"), *vm, "--kernel", spec)
+        add("kernel-build-" + (spec or "empty"), *kb, "--kernel", spec)
+    add("kernel-build-patch-missing", *kb, "--kernel", "build", "--patch", "/nonexistent-pm.patch")
+    add("kernel-build-patch-devnull", *kb, "--kernel", "build", "--patch", "/dev/null")
+    add("kernel-build-patch-dir", *kb, "--kernel", "build", "--patch", w["dir"])
+    add("kernel-build-patch-not-build", *kb, "--kernel", "debian", "--patch", w["file"])
+    add("kernel-build-cache-file", "kernel", "build", "--kernel", "build", "--cache", w["file"])
+    add("kernel-no-subcommand", "kernel")
+    # report
+    add("report-nothing", "report")
+    add("report-missing-dir", "report", w["dir"] + "/missing")
+    add("report-empty-dir", "report", w["dir"])
+    add("report-compare-one", "report", "--compare", w["dir"])
+    add("report-compare-missing", "report", "--compare", w["dir"] + "/a", w["dir"] + "/b")
+    add("report-format-without-compare", "report", "--format", "md", w["dir"])
+    add("report-format-bogus", "report", "--format", "xml", "--compare", w["dir"], w["dir"])
+    for v in ("-1", "abc", "nan"):
+        add("report-bench-threshold-" + v, "report", "--bench-threshold", v, "--compare", w["dir"], w["dir"])
+    add("report-fleet-without-out", "report", "--fleet", w["dir"])
+    add("report-fleet-empty-node", "report", "--fleet", w["dir"], "--out", out)
+    add("report-fleet-same-node-twice", "report", "--fleet", w["node"], w["node"], "--out", out)
+    add("report-out-is-file", "report", w["dir"], "--out", w["file"])
+    # explain
+    add("explain-nothing", "explain")
+    for v in ("-1", "0", "abc", "99999999999"):
+        add("explain-pid-" + v, "explain", v, "0x1000")
+    for v in ("bogus", "10-5", "0+0", "zz", "0x1000+", "+5", "0x1000-0x1000", "0x1000+99999G"):
+        add("explain-range-" + v, "explain", str(os.getpid()), v)
+    add("explain-no-command", "explain", "--")
+    add("explain-command-missing", "explain", "--", "/nonexistent-pm-command")
+    # run: parse-level refusals only (an accepted run would pin host memory)
+    add("run-cases-unknown", "run", "--cases", "Z", "--out", out)
+    add("run-fault-bogus", "run", "--fault", "explode", "--out", out)
+    add("run-module-missing", "run", "--module", "/nonexistent-pm.ko", "--out", out)
+    add("run-placement-bogus", "run", "--placement", "bogus", "--out", out)
+    add("run-first-pin-bogus", "run", "--first-pin", "bogus", "--out", out)
+    add("run-second-pin-bogus", "run", "--second-pin", "bogus", "--out", out)
+    add("run-find-budget-0", "run", "--find-budget", "0", "--out", out)
+    return a
+
+
+def one(pinmatrix, name, argv, setup, verbose):
+    with tempfile.TemporaryDirectory(prefix="pm-sweep-") as root:
+        w = {k: os.path.join(root, k) for k in ("out", "cache", "file", "dir", "node")}
+        open(w["file"], "w").write("not a directory\n")
+        os.mkdir(w["dir"])
+        os.mkdir(w["node"])
+        json.dump([1, 2, 3], open(os.path.join(w["node"], "status.json"), "w"))
+        argv = setup(w)
+        before = listing(root)
+        p = subprocess.Popen([pinmatrix] + argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        try:
+            text, _ = p.communicate(timeout=BOUND_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)  # the session we started, nothing else
+            text, _ = p.communicate()
+            return name, "not refused: still running after %d s" % BOUND_S, text.decode(errors="replace")
+        text = text.decode(errors="replace")
+        lines = [l for l in text.splitlines() if l.strip()]
+        after = listing(root)
+        why = None
+        if p.returncode == 0:
+            why = "exit 0"
+        elif p.returncode < 0:
+            why = "killed by signal %d" % -p.returncode
+        elif not lines:
+            why = "exit %d with no message" % p.returncode
+        elif len(lines) > 2:
+            why = "%d lines of output" % len(lines)
+        elif not lines[-1].startswith(("pinmatrix", "Run with --help")) and not lines[0].startswith("pinmatrix"):
+            why = "message does not name pinmatrix: " + lines[0][:80]
+        elif after != before:
+            why = "wrote " + ", ".join(sorted(after - before)[:5]) + (" removed " if before - after else "")
+        if verbose:
+            print("  %-40s exit %-3s %s" % (name, p.returncode, lines[0][:110] if lines else ""))
+        return name, why, text
+
+
+def main():
+    if len(sys.argv) < 2:
+        print("usage: bad_input_sweep.py PINMATRIX [-v]", file=sys.stderr)
+        return 2
+    pinmatrix, verbose = os.path.abspath(sys.argv[1]), "-v" in sys.argv[2:]
+    inputs = []
+    # The arguments name the scratch dir's paths: made again for each one.
+    names = [name for name, _ in cli_inputs({k: k for k in ("out", "cache", "file", "dir", "node")})]
+    for i, name in enumerate(names):
+        inputs.append(("cli/" + name, None, lambda w, i=i: cli_inputs(w)[i][1]))
+    for name, text in toml_inputs():
+        def setup(w, text=text):
+            f = os.path.join(w["dir"], "matrix.toml")
+            open(f, "w").write(text)
+            return ["vm", "--matrix", f, "--out", w["out"], "--cache", w["cache"]]
+        inputs.append(("matrix/" + name, None, setup))
+    for name, text in results_inputs():
+        for mode in ("report", "compare", "fleet"):
+            def setup(w, text=text, mode=mode):
+                f = os.path.join(w["dir"], "results.json")
+                open(f, "w").write(text)
+                if mode == "report":
+                    return ["report", w["dir"], "--out", w["out"]]
+                if mode == "compare":
+                    return ["report", "--compare", w["dir"], w["dir"]]
+                os.replace(f, os.path.join(w["node"], "results.json"))
+                open(os.path.join(w["node"], "status.json"), "w").write('{"state": "ran"}')
+                return ["report", "--fleet", w["node"], "--out", w["out"]]
+            inputs.append(("results-%s/%s" % (mode, name), None, setup))
+    unclean = []
+    for name, _, setup in inputs:
+        n, why, text = one(pinmatrix, name, None, setup, verbose)
+        if why:
+            unclean.append((n, why, text))
+    for n, why, text in unclean:
+        print("NOT CLEAN: %s: %s" % (n, why))
+        for l in text.strip().splitlines()[:4]:
+            print("    | " + l[:160])
+    print("bad-input sweep: %d inputs, %d clean, %d not clean" % (len(inputs), len(inputs) - len(unclean),
+                                                                   len(unclean)))
+    return 1 if unclean else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
