@@ -804,9 +804,17 @@ void last_close_revokes(case_context &c)
 		bo2.reset();	// the GEM handle count reaches 0; the dma-buf still holds the object
 		c.expect_rc("remote load after the last GEM handle close", "access-after-revoke",
 			    b.try_remote_access(bh.get(), false, 0, buf));
-		unique_fd fd3;
+		// Every import path refuses the revoked handle: the importer that
+		// had it, the exporter itself (the local import) and, with a third
+		// accelerator, a peer whose first import of it this is.
+		unique_fd fd3, local, first;
 		c.expect_rc("import after the last GEM handle close", "import-after-revoke",
 			    b.try_import(h, fd3));
+		c.expect_rc("import on the exporter after the last GEM handle close", "import-after-revoke",
+			    a.try_import(h, local));
+		if (c.pod.remote_count() > 2)
+			c.expect_rc("a peer's first import after the last GEM handle close", "import-after-revoke",
+				    c.pod.remote(2).try_import(h, first));
 		c.expect_value("the importer's object reports revoked", "revoked", b.info(bh.get()).revoked);
 		const auto mid = counts(a.stats());
 		for (const char *k : {"exports", "imports", "pins"})
@@ -1202,6 +1210,8 @@ const std::vector<fault_def> &fault_table()
 		 "a peer's first import is matched by handle_lo alone", "import-forged-refused"},
 		{UALINK_SIM_FAULT_PRIMARY_NO_AUTH, "primary-no-auth",
 		 "an unauthenticated primary-node client may export and import", "primary-node-auth"},
+		{UALINK_SIM_FAULT_LOCAL_IMPORT_REVOKED, "local-import-revoked",
+		 "an import on the exporter still finds a revoked handle", "last-close-revokes"},
 	};
 	return table;
 }

@@ -130,6 +130,7 @@ struct usim_accel {
 	u32 id;
 	int state;			/* enum usim_state */
 	struct xarray exports;		/* handle_lo -> struct usim_export */
+	struct xarray revoked;		/* handle_lo -> struct usim_revoked */
 	struct list_head imports;	/* struct usim_import held here */
 	u64 npa_next;			/* bump allocator of its NPA segment */
 	u64 seq;			/* UALINK_SIM_FAULT_SEQUENTIAL_HANDLES */
@@ -200,6 +201,16 @@ struct usim_import {
 	bool pinned;
 	struct list_head exp_link;
 	struct list_head imp_link;
+};
+
+/*
+ * UALINK_SIM_FAULT_LOCAL_IMPORT_REVOKED: a handle revoked at its BO's last
+ * GEM handle close that the exporter's local import still finds. Holds a
+ * reference to the BO until the node is reset or the model unloads.
+ */
+struct usim_revoked {
+	u64 hi;
+	struct drm_gem_object *obj;
 };
 
 /* On the importer: the exporter's memory, reached through the NPA. */
@@ -275,6 +286,36 @@ static void usim_export_destroy(struct usim_export *exp)
 	pod.exports--;
 }
 
+static void usim_keep_revoked(struct usim_export *exp)
+{
+	struct usim_revoked *r;
+
+	lockdep_assert_held(&pod.lock);
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return;
+	r->hi = exp->hi;
+	r->obj = &exp->bo->base.base;
+	drm_gem_object_get(r->obj);
+	if (xa_insert(&exp->accel->revoked, exp->lo, r, GFP_KERNEL)) {
+		drm_gem_object_put(r->obj);
+		kfree(r);
+	}
+}
+
+static void usim_forget_revoked(struct usim_accel *accel)
+{
+	struct usim_revoked *r;
+	unsigned long index;
+
+	lockdep_assert_held(&pod.lock);
+	xa_for_each(&accel->revoked, index, r) {
+		xa_erase(&accel->revoked, index);
+		drm_gem_object_put(r->obj);
+		kfree(r);
+	}
+}
+
 /*
  * A node reset or gone offline: what it exported and imported is lost, and
  * its peers clean up their side (importers of its memory lose access,
@@ -287,6 +328,7 @@ static void usim_node_lost(struct usim_accel *accel, bool force)
 	unsigned long index;
 
 	lockdep_assert_held(&pod.lock);
+	usim_forget_revoked(accel);
 	if (!force && usim_fault(UALINK_SIM_FAULT_NO_PEER_CLEANUP))
 		return;
 	list_for_each_entry_safe(imp, tmp, &accel->imports, imp_link)
@@ -316,8 +358,11 @@ static void usim_bo_close(struct drm_gem_object *obj, struct drm_file *file)
 
 	mutex_lock(&pod.lock);
 	if (bo->handles && !--bo->handles && bo->export &&
-	    !usim_fault(UALINK_SIM_FAULT_NO_REVOKE_ON_CLOSE))
+	    !usim_fault(UALINK_SIM_FAULT_NO_REVOKE_ON_CLOSE)) {
+		if (usim_fault(UALINK_SIM_FAULT_LOCAL_IMPORT_REVOKED))
+			usim_keep_revoked(bo->export);
 		usim_export_destroy(bo->export);
+	}
 	mutex_unlock(&pod.lock);
 }
 
@@ -620,6 +665,18 @@ static int usim_prime_fd_to_handle(struct drm_device *dev, struct drm_file *file
 }
 #endif
 
+/* The BO of a revoked handle, when UALINK_SIM_FAULT_LOCAL_IMPORT_REVOKED keeps it. */
+static struct drm_gem_object *usim_find_revoked(struct usim_accel *accel, u64 lo, u64 hi)
+{
+	struct usim_revoked *r;
+
+	lockdep_assert_held(&pod.lock);
+	if (!usim_fault(UALINK_SIM_FAULT_LOCAL_IMPORT_REVOKED))
+		return NULL;
+	r = xa_load(&accel->revoked, lo);
+	return r && r->hi == hi ? r->obj : NULL;
+}
+
 /* amdgpu_ualink_local_import(): no NPA, the exporter's own dma-buf. */
 static struct dma_buf *usim_local_import(struct usim_accel *accel, struct drm_file *file,
 					 u64 lo, u64 hi)
@@ -630,11 +687,14 @@ static struct dma_buf *usim_local_import(struct usim_accel *accel, struct drm_fi
 
 	mutex_lock(&pod.lock);
 	exp = xa_load(&accel->exports, lo);
-	if (!exp || (exp->hi != hi && !usim_fault(UALINK_SIM_FAULT_LOCAL_LOW_HALF_MATCH))) {
+	if (exp && (exp->hi == hi || usim_fault(UALINK_SIM_FAULT_LOCAL_LOW_HALF_MATCH)))
+		obj = &exp->bo->base.base;
+	else
+		obj = usim_find_revoked(accel, lo, hi);
+	if (!obj) {
 		mutex_unlock(&pod.lock);
 		return ERR_PTR(-EINVAL);
 	}
-	obj = &exp->bo->base.base;
 	drm_gem_object_get(obj);
 	mutex_unlock(&pod.lock);
 
@@ -1347,6 +1407,7 @@ static int usim_accel_create(unsigned int id)
 	accel->state = USIM_STATE_ACTIVE;
 	accel->npa_next = USIM_NPA_FIRST;
 	xa_init(&accel->exports);
+	xa_init(&accel->revoked);
 	INIT_LIST_HEAD(&accel->imports);
 	platform_set_drvdata(pdev, accel);
 

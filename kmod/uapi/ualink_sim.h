@@ -185,7 +185,9 @@ struct drm_ualink_sim_pod_stats {
 #define UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF	(1U << 14)
 /* the handle ioctl has no DRM_AUTH: an unauthenticated primary-node client may use it */
 #define UALINK_SIM_FAULT_PRIMARY_NO_AUTH	(1U << 15)
-#define UALINK_SIM_FAULT_ALL			((1U << 16) - 1)
+/* an import on the exporter itself still finds a handle revoked at the last GEM handle close */
+#define UALINK_SIM_FAULT_LOCAL_IMPORT_REVOKED	(1U << 16)
+#define UALINK_SIM_FAULT_ALL			((1U << 17) - 1)
 
 #if defined(__cplusplus)
 }
