@@ -14,6 +14,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <set>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -178,6 +179,58 @@ nlohmann::json dump_wedged_guest(const qmp_socket &qmp, const fs::path &serial)
 			    "interrupt, or its kernel has no i8042/atkbd or MAGIC_SYSRQ";
 	return e;
 }
+
+std::string read_file_or_empty(const fs::path &f)
+{
+	std::ifstream in(f, std::ios::binary);
+	return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// What the guest had reported when its timeout came: its results and its
+// job's exit code. The guest runs on while its dumps are asked for (up to
+// 15 s), and a case it finishes then finished after the timeout: restore()
+// puts the files back as they were, so that the run is judged on what was
+// done in time.
+class guest_report_at_timeout {
+public:
+	explicit guest_report_at_timeout(const fs::path &guest_dir) : dir_(guest_dir)
+	{
+		for (const char *f : files) {
+			try {
+				if (fs::exists(dir_ / f))
+					saved_[f] = read_text_file((dir_ / f).string());
+			} catch (const std::exception &) {
+				unread_.insert(f);	// left as it will be
+			}
+		}
+	}
+	// Whether anything had changed since.
+	bool restore() const
+	{
+		bool changed = false;
+		std::error_code ec;
+		for (const char *f : files) {
+			if (unread_.count(f))
+				continue;
+			const auto was = saved_.find(f);
+			const bool now = fs::exists(dir_ / f);
+			if (was == saved_.end()) {
+				changed |= now;
+				fs::remove(dir_ / f, ec);
+			} else if (!now || read_file_or_empty(dir_ / f) != was->second) {
+				changed = true;
+				std::ofstream(dir_ / f, std::ios::binary | std::ios::trunc) << was->second;
+			}
+		}
+		return changed;
+	}
+
+private:
+	static constexpr const char *files[] = {"results.json", "exit_code"};
+	fs::path dir_;
+	std::map<std::string, std::string> saved_;
+	std::set<std::string> unread_;
+};
 
 // The lines of the serial log that explain a dead guest.
 std::string serial_excerpt(const fs::path &serial)
@@ -592,12 +645,18 @@ group_outcome run_group(const group_spec &g)
 	std::optional<int> qemu_status;
 	int qemu_signal = 0;
 	nlohmann::json wedged_dump;
+	std::optional<guest_report_at_timeout> at_timeout;
 	{
 		qemu_process qemu(argv, g.out / "qemu.log", g.out / "qemu.pid");
-		qemu_status = qemu.wait_for(std::chrono::seconds(g.timeout_s),
-					    [&] { wedged_dump = dump_wedged_guest(qmp, g.out / "serial.log"); });
+		qemu_status = qemu.wait_for(std::chrono::seconds(g.timeout_s), [&] {
+			at_timeout.emplace(guest_dir);
+			wedged_dump = dump_wedged_guest(qmp, g.out / "serial.log");
+		});
 		qemu_signal = qemu.killed_by();
 	}
+	if (at_timeout && at_timeout->restore())
+		wedged_dump["note_results"] = "the guest reported more while its dumps were taken, after its "
+					      "timeout: not counted (results as at the timeout)";
 	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
 	std::optional<int> job_status;
