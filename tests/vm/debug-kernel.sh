@@ -3,11 +3,12 @@
 # vm/kconfig/pinmatrix.config + debug.config, KASAN, lockdep, DEBUG_VM,
 # DEBUG_ATOMIC_SLEEP). Each run fails on its own verdicts and on any kernel
 # bug report in its guest's log (pinmatrix vm reads guest/kernel.log).
-# Builds the kernel first when the cache lacks it (minutes; cached after).
-# Usage: debug-kernel.sh OUT PINMATRIX PINMATRIX_FUZZ UALINK_GUEST_TESTS UALINK_FUZZ
+# Builds the kernel first when CACHE lacks it (minutes; cached after; the
+# ctest kernel.debug-build has built it before, beside other tests).
+# Usage: debug-kernel.sh OUT CACHE PINMATRIX PINMATRIX_FUZZ UALINK_GUEST_TESTS UALINK_FUZZ
 set -u
-[[ $# -eq 5 ]] || { echo "usage: $0 OUT PINMATRIX PINMATRIX_FUZZ UALINK_GUEST_TESTS UALINK_FUZZ" >&2; exit 2; }
-out=$1 bin=$2 fuzz=$3 ualink=$4 ualink_fuzz=$5
+[[ $# -eq 6 ]] || { echo "usage: $0 OUT CACHE PINMATRIX PINMATRIX_FUZZ UALINK_GUEST_TESTS UALINK_FUZZ" >&2; exit 2; }
+out=$1 cache=$2 bin=$3 fuzz=$4 ualink=$5 ualink_fuzz=$6
 [[ $EUID -eq 0 ]] || { echo "SKIP: needs root (the guest runs the module)"; exit 77; }
 command -v qemu-system-x86_64 > /dev/null || { echo "SKIP: qemu-system-x86_64 is not installed"; exit 77; }
 [[ -f /usr/src/linux-source-6.1.tar.xz ]] ||
@@ -20,7 +21,7 @@ step() { # NAME ARGS...: one pinmatrix command, timed
   local name=$1 t0=$SECONDS rc
   shift
   echo "== $name: pinmatrix $*"
-  "$bin" "$@"
+  "$bin" "$@" --cache "$cache"
   rc=$?
   echo "== $name: exit $rc in $((SECONDS - t0)) s"
   [[ $rc -eq 0 ]] || status=1
@@ -30,7 +31,7 @@ step kernel kernel build --kernel build:debug
 [[ $status -eq 0 ]] || exit 1
 # The check can fail: a bug report planted in the guest's log fails the run.
 echo "== planted: a planted 'BUG: KASAN' line must fail the run"
-"$bin" vm --kernel build:debug --out "$out/planted" \
+"$bin" vm --kernel build:debug --cache "$cache" --out "$out/planted" \
   --guest-cmd "echo 'pinmatrix-test: BUG: KASAN: planted by tests/vm/debug-kernel.sh' > /dev/kmsg"
 rc=$?
 echo "== planted: exit $rc (want 1)"
