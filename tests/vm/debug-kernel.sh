@@ -6,13 +6,22 @@
 # Builds the kernel first when CACHE lacks it (minutes; cached after; the
 # ctest kernel.debug-build has built it before, beside other tests).
 # Usage: debug-kernel.sh OUT CACHE PINMATRIX PINMATRIX_FUZZ UALINK_GUEST_TESTS UALINK_FUZZ
+#        debug-kernel.sh --build CACHE PINMATRIX   (the kernel only, at nice 10)
 set -u
+need() { # the needs of both: a SKIP (77) with the reason
+  [[ $EUID -eq 0 ]] || { echo "SKIP: needs root (the guest runs the module)"; exit 77; }
+  command -v qemu-system-x86_64 > /dev/null || { echo "SKIP: qemu-system-x86_64 is not installed"; exit 77; }
+  [[ -f /usr/src/linux-source-6.1.tar.xz ]] ||
+    { echo "SKIP: no /usr/src/linux-source-6.1.tar.xz to build the debug kernel from (tools/setup-host)"; exit 77; }
+}
+if [[ ${1:-} == --build ]]; then
+  [[ $# -eq 3 ]] || { echo "usage: $0 --build CACHE PINMATRIX" >&2; exit 2; }
+  need
+  exec nice -n 10 "$3" kernel build --kernel build:debug --cache "$2"
+fi
 [[ $# -eq 6 ]] || { echo "usage: $0 OUT CACHE PINMATRIX PINMATRIX_FUZZ UALINK_GUEST_TESTS UALINK_FUZZ" >&2; exit 2; }
 out=$1 cache=$2 bin=$3 fuzz=$4 ualink=$5 ualink_fuzz=$6
-[[ $EUID -eq 0 ]] || { echo "SKIP: needs root (the guest runs the module)"; exit 77; }
-command -v qemu-system-x86_64 > /dev/null || { echo "SKIP: qemu-system-x86_64 is not installed"; exit 77; }
-[[ -f /usr/src/linux-source-6.1.tar.xz ]] ||
-  { echo "SKIP: no /usr/src/linux-source-6.1.tar.xz to build the debug kernel from (tools/setup-host)"; exit 77; }
+need
 
 rm -rf "$out"
 mkdir -p "$out"
