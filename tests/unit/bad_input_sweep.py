@@ -190,7 +190,8 @@ def cli_inputs(w):
     return a
 
 
-def one(pinmatrix, name, argv, setup, verbose):
+def one(pinmatrix, name, setup, verbose):
+    """One input (setup(w) writes its files and gives its argv): (name, why it is not clean or None, output)."""
     with tempfile.TemporaryDirectory(prefix="pm-sweep-") as root:
         w = {k: os.path.join(root, k) for k in ("out", "cache", "file", "dir", "node")}
         open(w["file"], "w").write("not a directory\n")
@@ -237,13 +238,13 @@ def main():
     # The arguments name the scratch dir's paths: made again for each one.
     names = [name for name, _ in cli_inputs({k: k for k in ("out", "cache", "file", "dir", "node")})]
     for i, name in enumerate(names):
-        inputs.append(("cli/" + name, None, lambda w, i=i: cli_inputs(w)[i][1]))
+        inputs.append(("cli/" + name, lambda w, i=i: cli_inputs(w)[i][1]))
     for name, text in toml_inputs():
         def setup(w, text=text):
             f = os.path.join(w["dir"], "matrix.toml")
             open(f, "w").write(text)
             return ["vm", "--matrix", f, "--out", w["out"], "--cache", w["cache"]]
-        inputs.append(("matrix/" + name, None, setup))
+        inputs.append(("matrix/" + name, setup))
     for name, text in results_inputs():
         for mode in ("report", "compare", "fleet"):
             def setup(w, text=text, mode=mode):
@@ -256,10 +257,10 @@ def main():
                 os.replace(f, os.path.join(w["node"], "results.json"))
                 open(os.path.join(w["node"], "status.json"), "w").write('{"state": "ran"}')
                 return ["report", "--fleet", w["node"], "--out", w["out"]]
-            inputs.append(("results-%s/%s" % (mode, name), None, setup))
+            inputs.append(("results-%s/%s" % (mode, name), setup))
     unclean = []
-    for name, _, setup in inputs:
-        n, why, text = one(pinmatrix, name, None, setup, verbose)
+    for name, setup in inputs:
+        n, why, text = one(pinmatrix, name, setup, verbose)
         if why:
             unclean.append((n, why, text))
     for n, why, text in unclean:
