@@ -145,6 +145,8 @@ const std::vector<named_build> &named_builds()
 		{"", {"pinmatrix.config"}, "the suite's kernel: CMA, hugetlb, rxe, 9p, kprobes, DRM"},
 		{"debug", {"pinmatrix.config", "debug.config"},
 		 "the suite's kernel with KASAN, lockdep, DEBUG_VM and DEBUG_ATOMIC_SLEEP"},
+		{"coverage", {"pinmatrix.config", "coverage.config"},
+		 "the suite's kernel with GCOV_KERNEL: the test modules' line coverage (tools/coverage)"},
 	};
 	return table;
 }
