@@ -54,8 +54,13 @@ public:
 	{
 		const auto &c = def(pc);
 		const auto &t = traits(c.first);
+		const auto &row = *c.row;
+		auto yes = [](bool b) { return b ? "yes" : "no"; };
 		return std::string(t.allocates ? "the driver's page" : pinmatrix::name(c.where)) + ", first pin " +
-		       t.label + ", then " + c.second_pin + ": expect " + expect(c.where, c.first).summary();
+		       t.label + ", then " + c.second_pin + ": expect " + std::string(summary(row.expected)) +
+		       " (why: 1. must migrate " + yes(row.must_migrate) + ", 2. first pin long-term " +
+		       std::string(pinmatrix::name(row.first_longterm)) + ", 3. it holds a reference " +
+		       yes(row.first_holds_reference) + "; " + row.kernels + ")";
 	}
 
 	std::optional<std::string> preflight(json &doc) override

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <tuple>
 
 #include "sys_error.hpp"
@@ -12,72 +11,27 @@ namespace pinmatrix {
 
 namespace {
 
-// Section 16.5. "CMA page" is the boot's restricted placement: a MIGRATE_CMA
-// pageblock, or ZONE_MOVABLE standing in for it on a kernel without CMA.
-// Which first pin fills B, C and D depends on the source (plan.hpp).
-struct seed_slots {
-	first_pin b, c, d;
-};
-
-seed_slots slots_for(const std::string &source)
-{
-	if (source == "module")
-		return {first_pin::foll_pin, first_pin::foll_pin_longterm, first_pin::foll_pin};
-	const auto rows = first_pins_of(source);
-	const first_pin primary = rows.at(1);	// rows[0] is "none"
-	const auto &t = traits(primary);
-	const bool known_longterm = t.declares_longterm && !t.contract_observed;
-	return {known_longterm ? first_pin::foll_pin : primary,
-		known_longterm ? primary : first_pin::foll_pin_longterm,
-		known_longterm ? first_pin::foll_pin : primary};
-}
-
+// One source's rows of the table, the restricted placement filled in.
 std::vector<case_def> build(placement restricted, const plan_options &o)
 {
-	std::vector<first_pin> rows = first_pins_of(o.first_pin_source);
-	if (o.first_pin_source != "module")
-		for (first_pin ref : {first_pin::foll_pin, first_pin::foll_pin_longterm})
-			rows.push_back(ref);	// the module's, for the slots the source cannot fill
-	const seed_slots slot = slots_for(o.first_pin_source);
-
 	std::vector<case_def> cases;
-	std::vector<placement> placements = {placement::ordinary};
-	if (restricted != placement::ordinary)
-		placements.insert(placements.begin(), restricted);
-	for (placement p : placements) {
-		for (first_pin f : rows) {
-			const auto &t = traits(f);
-			// The driver chooses an allocating pinner's page: one case.
-			if (t.allocates && p != placement::ordinary)
-				continue;
-			case_def c;
-			c.where = p;
-			c.first = f;
-			c.name = t.allocates ? std::string(t.name) : std::string(name(p)) + "-" + t.name;
-			c.id = c.name;
-			c.second_pin = o.second_pin;
-			// Without restricted memory there is no A-C to stand for.
-			if (p != placement::ordinary) {
-				if (f == first_pin::none)
-					c.id = "A";
-				else if (f == slot.b)
-					c.id = "B";
-				else if (f == slot.c)
-					c.id = "C";
-			} else if (f == slot.d && !t.allocates) {
-				c.id = "D";
-			}
-			cases.push_back(c);
-		}
+	for (const auto &row : pin_table()) {
+		if (row.source != o.first_pin_source)
+			continue;
+		// Without restricted memory there is no A-C to stand for.
+		if (row.where == page_at::restricted && restricted == placement::ordinary)
+			continue;
+		const auto &t = traits(row.first);
+		case_def c;
+		c.where = row.where == page_at::restricted ? restricted : placement::ordinary;
+		c.first = row.first;
+		// The driver chooses an allocating pinner's page: its name alone.
+		c.name = t.allocates ? std::string(t.name) : std::string(name(c.where)) + "-" + t.name;
+		c.id = *row.id ? row.id : c.name;
+		c.second_pin = o.second_pin;
+		c.row = &row;
+		cases.push_back(c);
 	}
-	// Seed cases first within a placement, so A-D read in order.
-	std::stable_sort(cases.begin(), cases.end(), [](const case_def &a, const case_def &b) {
-		if (a.where != b.where)
-			return a.where != placement::ordinary;
-		if (a.id.size() == 1 && b.id.size() == 1)
-			return a.id < b.id;
-		return a.id.size() == 1 && b.id.size() != 1;
-	});
 	return cases;
 }
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #pragma once
 
-// The plan: the pin causal matrix as a table of first pins crossed with
-// placements, each leaf one case with one result. Cases A-D are the four of
+// The plan: the pin causal matrix (the literal table of pin_table.cpp) for
+// one boot, each row one case with one result. Cases A-D are the four of
 // section 16.5; the rest are the other rungs of the pinning ladder.
 
 #include <string>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "first_pin.hpp"
+#include "pin_table.hpp"
 #include "placement.hpp"
 
 namespace pinmatrix {
@@ -20,22 +21,16 @@ struct case_def {
 	placement where;
 	first_pin first;
 	std::string second_pin;	// "ibv_reg_mr" | "io_uring"
+	const pin_row *row = nullptr;	// its row of pin_table(): the expectation and why
 };
 
 // --second-pin: the long-term pin that must migrate the page.
 const std::vector<std::string_view> &second_pins();
 
-// Which pinners take the pins (--first-pin SOURCE, --second-pin NAME).
-// Cases A-D keep the seed's definitions (section 16.5), each slot filled by
-// the source's pin when its contract can fill it, else by the module's:
-//   A  restricted page, no first pin
-//   B  restricted page, the source's pin unless that is known to be
-//      long-term (a GPU driver's pin is the seed's hypothesis: observed)
-//   C  restricted page, the source's pin when known long-term (io_uring),
-//      else the module's FOLL_PIN|FOLL_LONGTERM
-//   D  ordinary page, as B
-// The source's other pins are named rungs; a pinner that allocates its own
-// memory (cudaHostAlloc) is one case, its placement observed.
+// Which pinners take the pins (--first-pin SOURCE, --second-pin NAME). The
+// cases of each source are its rows of matrix/pin_table.cpp: A-D keep the
+// seed's definitions (section 16.5), each slot filled by the source's pin
+// when its contract can fill it, else by the module's.
 struct plan_options {
 	std::string first_pin_source = "module";
 	std::string second_pin = "ibv_reg_mr";
