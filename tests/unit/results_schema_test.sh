@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# No VM: the published results schema (reports/schema/pinmatrix-1.schema.json)
+# through a real validator (python3-jsonschema, tests/unit/validate_results.py):
+# the fixtures are valid, and each way a results file can lie to a QA gate
+# (an unknown verdict, a case that is not an object, a FAIL with no reason,
+# no verdict at all, another schema) is refused. A run that ended early
+# (complete: false) may lack its summary.
+# Usage: results_schema_test.sh SCHEMA VALIDATE_PY DATA_DIR
+set -euo pipefail
+schema=$1 validate=$2 data=$3
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+python3 -c 'import jsonschema' 2> /dev/null || { echo "SKIP: python3-jsonschema is not installed (tools/setup-host)"; exit 77; }
+
+python3 "$validate" "$schema" "$data"/results-*.json || fail "the fixtures are not valid"
+
+# NAME|a Python expression that changes d (the fixture, results-pass.json)
+mutations=(
+  "verdict-banana|d['cases'][0]['verdict'] = 'banana'"
+  "verdict-null|d['cases'][0]['verdict'] = None"
+  "run-verdict-42|d.__setitem__('verdict', 42)"
+  "cases-not-objects|d.__setitem__('cases', [1, 2, 3])"
+  "fail-without-reason|d['cases'][1].update(verdict='fail') or d['cases'][1].pop('reason', None)"
+  "skip-empty-reason|d['cases'][1].update(verdict='skip', reason='')"
+  "no-verdict|d.pop('verdict')"
+  "no-summary|d.pop('summary')"
+  "summary-negative|d['summary'].update({'pass': -1})"
+  "other-schema|d.__setitem__('schema', 'pinmatrix/2')"
+  "no-case-id|d['cases'][0].pop('id')"
+  "pin-without-placement|d['cases'][0].pop('placement')"
+  "latency-negative|d['cases'][0].update(latency_ns=-5)"
+  "unknown-suite|d['cases'][0].update(suite='banana')"
+  "ualink-without-observed|d['cases'][0].update(suite='ualink', source='x') or d['cases'][0].pop('observed')"
+)
+for m in "${mutations[@]}"; do
+  name=${m%%|*} expr=${m#*|}
+  python3 - "$data/results-pass.json" "$t/$name.json" "$expr" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))
+PY
+  if python3 "$validate" "$schema" "$t/$name.json" > "$t/$name.out"; then
+    fail "$name: accepted"
+  fi
+  grep -q "^INVALID " "$t/$name.out" || fail "$name: no INVALID line: $(cat "$t/$name.out")"
+done
+
+# A run cut short: no summary, no verdict, complete: false.
+python3 - "$data/results-pass.json" "$t/partial.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("summary", "verdict"):
+    d.pop(k)
+d["complete"] = False
+json.dump(d, open(sys.argv[2], "w"))
+PY
+python3 "$validate" "$schema" "$t/partial.json" > /dev/null || fail "a run cut short (complete: false) was refused"
+echo "PASS: fixtures valid, ${#mutations[@]} lies refused, a partial run accepted"
