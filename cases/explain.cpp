@@ -412,15 +412,85 @@ static std::string why_not_runnable(const std::string &name)
 	return "no such command in PATH";
 }
 
-int explain_command(const explain_options &opt, std::ostream &out)
+// Step 1: run the command under the kernel trace, reading each process that
+// registers as its ib_umem_get passes (and again as it exits).
+struct traced_command {
+	pid_t pid = 0;
+	int exit_code = 0;
+	bool exits_followed = false;	// PTRACE_SEIZE took: exits stop once
+	std::string trace_text;
+	std::map<std::pair<int, int>, seen_registration> snapshots;	// (pid, n-th ib_umem_get)
+};
+
+// Reads pid's memlock state and the placement of the range entry names.
+void read_process(int pid, const trace_event &entry, seen_registration &s, const char *when)
 {
-	// As env(1) and time(1): 127 and one line for a command that is not
-	// there, found before the kernel trace is set up for it.
-	if (const auto why = why_not_runnable(opt.command.at(0)); !why.empty()) {
-		std::fprintf(stderr, "pinmatrix explain: cannot run %s: %s\n", opt.command[0].c_str(), why.c_str());
-		return 127;
+	auto memlock = read_process_memlock(pid);
+	if (memlock.known) {
+		s.memlock = memlock;
+		s.when = when;
 	}
-	auto trace = trace_session::start();
+	try {
+		diagnosis d;
+		d.address = uint64_t(entry.number("addr").value_or(0));
+		d.length = uint64_t(entry.number("size").value_or(0));
+		read_placement(d, pid);
+		s.pages = d.pages;
+		s.allocation_class = d.allocation_class;
+		s.mapping = d.mapping;
+		s.placement_error.clear();
+	} catch (const std::exception &ex) {
+		s.placement_error = ex.what();
+	}
+}
+
+// The trace pipe's lines as they come: each ib_umem_get's process is read
+// at once, while it runs (a long-lived one keeps its state).
+class trace_reader {
+public:
+	trace_reader(traced_command &t, unique_fd pipe) : t_(t), pipe_(std::move(pipe)) {}
+
+	bool open() const { return bool(pipe_); }
+	int fd() const { return pipe_.get(); }
+	void close() { pipe_.reset(); }
+
+	void drain()
+	{
+		char buf[65536];
+		ssize_t got;
+		while (pipe_ && (got = ::read(pipe_.get(), buf, sizeof(buf))) > 0)
+			consume(std::string(buf, size_t(got)));
+	}
+
+private:
+	void consume(const std::string &chunk)
+	{
+		partial_ += chunk;
+		size_t nl;
+		while ((nl = partial_.find('\n')) != std::string::npos) {
+			const std::string line = partial_.substr(0, nl + 1);
+			partial_.erase(0, nl + 1);
+			t_.trace_text += line;
+			auto e = parse_trace_line(line);
+			if (!e || e->name != "ib_umem_get")
+				continue;
+			seen_registration s;
+			s.entry = *e;
+			read_process(e->pid, *e, s, "read as ib_umem_get ran");
+			t_.snapshots[{e->pid, umem_count_[e->pid]++}] = s;
+		}
+	}
+
+	traced_command &t_;
+	unique_fd pipe_;
+	std::string partial_;
+	std::map<int, int> umem_count_;
+};
+
+// Forks the command, stopped until the trace follows it; execs it when the
+// returned pipe end is closed. 127 from the child if it cannot exec.
+pid_t fork_waiting(const explain_options &opt, unique_fd &go)
+{
 	int ready[2];
 	if (pipe2(ready, O_CLOEXEC))
 		throw last_sys_error("pipe2");
@@ -446,122 +516,90 @@ int explain_command(const explain_options &opt, std::ostream &out)
 		_exit(127);
 	}
 	::close(ready[0]);
-	// Its processes stop once as they exit (PTRACE_EVENT_EXIT, their memory
-	// still there), so that a command that gives up on a failed
-	// registration is still read; fork, vfork and clone follow it.
-	const bool traced_exits =
-		ptrace(PTRACE_SEIZE, child, nullptr,
-		       PTRACE_O_TRACEEXIT | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE) == 0;
-	trace->follow(child);
-	unique_fd pipe_fd(trace->open_pipe());
-	::close(ready[1]);	// go
+	go.reset(ready[1]);
+	return child;
+}
 
-	std::string text, partial;
-	std::map<std::pair<int, int>, seen_registration> snapshots;	// (pid, n-th ib_umem_get)
-	std::map<int, int> umem_count;
-	auto read_process = [&](int pid, const trace_event &entry, seen_registration &s, const char *when) {
-		auto memlock = read_process_memlock(pid);
-		if (memlock.known) {
-			s.memlock = memlock;
-			s.when = when;
-		}
-		try {
-			diagnosis d;
-			d.address = uint64_t(entry.number("addr").value_or(0));
-			d.length = uint64_t(entry.number("size").value_or(0));
-			read_placement(d, pid);
-			s.pages = d.pages;
-			s.allocation_class = d.allocation_class;
-			s.mapping = d.mapping;
-			s.placement_error.clear();
-		} catch (const std::exception &ex) {
-			s.placement_error = ex.what();
-		}
-	};
-	auto consume = [&](const std::string &chunk) {
-		partial += chunk;
-		size_t nl;
-		while ((nl = partial.find('\n')) != std::string::npos) {
-			const std::string line = partial.substr(0, nl + 1);
-			partial.erase(0, nl + 1);
-			text += line;
-			auto e = parse_trace_line(line);
-			if (!e || e->name != "ib_umem_get")
-				continue;
-			// Read its process now, while it runs (a long-lived one keeps
-			// its state); one that exits is read again at its exit stop.
-			seen_registration s;
-			s.entry = *e;
-			read_process(e->pid, *e, s, "read as ib_umem_get ran");
-			snapshots[{e->pid, umem_count[e->pid]++}] = s;
-		}
-	};
-	auto drain = [&] {
-		if (!pipe_fd)
-			return;
-		char buf[65536];
-		for (;;) {
-			ssize_t got = ::read(pipe_fd.get(), buf, sizeof(buf));
-			if (got <= 0)
-				break;
-			consume(std::string(buf, size_t(got)));
-		}
-	};
+// One ptrace stop of a traced process: at its exit (PTRACE_EVENT_EXIT, its
+// memory still there) read again what it registered; pass a signal on.
+void on_stop(pid_t w, int st, traced_command &t, trace_reader &reader)
+{
+	const int event = st >> 16;
+	int deliver = 0;
+	if (event == PTRACE_EVENT_EXIT) {
+		reader.drain();	// its events are in the buffer by now
+		for (auto &[key, s] : t.snapshots)
+			if (key.first == w && (s.pages.empty() || !s.memlock))
+				read_process(w, s.entry, s, "read as the process exited");
+	} else if (event == 0) {
+		deliver = WSTOPSIG(st);
+	}
+	ptrace(PTRACE_CONT, w, nullptr, deliver);
+}
+
+// Reaps and continues the command's processes until the command is gone;
+// the trace pipe read between times. The command's wait status.
+int wait_command(traced_command &t, trace_reader &reader)
+{
 	int status = 0;
-	bool done = false;
-	while (!done) {
-		if (pipe_fd) {
-			pollfd p{pipe_fd.get(), POLLIN, 0};
+	for (bool done = false; !done;) {
+		if (reader.open()) {
+			pollfd p{reader.fd(), POLLIN, 0};
 			poll(&p, 1, 20);
-			drain();
+			reader.drain();
 		} else {
 			usleep(20'000);
 		}
-		for (;;) {
-			int st = 0;
-			const pid_t w = waitpid(-1, &st, __WALL | WNOHANG);
-			if (w <= 0) {
-				if (w < 0 && errno == ECHILD)
-					done = true;
-				break;
-			}
+		int st = 0;
+		pid_t w;
+		while ((w = waitpid(-1, &st, __WALL | WNOHANG)) > 0) {
 			if (WIFEXITED(st) || WIFSIGNALED(st)) {
-				if (w == child) {
+				if (w == t.pid) {
 					status = st;
 					done = true;
 				}
-				continue;
+			} else if (WIFSTOPPED(st)) {
+				on_stop(w, st, t, reader);
 			}
-			if (!WIFSTOPPED(st))
-				continue;
-			const int event = st >> 16;
-			int deliver = 0;
-			if (event == PTRACE_EVENT_EXIT) {
-				// Its events are in the buffer by now; its memory still here.
-				drain();
-				for (auto &[key, s] : snapshots)
-					if (key.first == w && (s.pages.empty() || !s.memlock))
-						read_process(w, s.entry, s, "read as the process exited");
-			} else if (event == 0) {
-				deliver = WSTOPSIG(st);	// a signal for it: pass it on
-			}
-			ptrace(PTRACE_CONT, w, nullptr, deliver);
 		}
+		if (w < 0 && errno == ECHILD)
+			done = true;
 	}
-	drain();
-	pipe_fd.reset();
-	trace->stop();
-	const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return status;
+}
 
-	// Cut the events into registrations: each ib_umem_get of a process
-	// until its next one.
+traced_command trace_command(const explain_options &opt, trace_session &trace)
+{
+	traced_command t;
+	unique_fd go;
+	t.pid = fork_waiting(opt, go);
+	// Its processes stop once as they exit, so that a command that gives up
+	// on a failed registration is still read; fork, vfork and clone follow.
+	t.exits_followed = ptrace(PTRACE_SEIZE, t.pid, nullptr,
+				  PTRACE_O_TRACEEXIT | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+					  PTRACE_O_TRACECLONE) == 0;
+	trace.follow(t.pid);
+	trace_reader reader(t, unique_fd(trace.open_pipe()));
+	go.reset();
+	const int status = wait_command(t, reader);
+	reader.drain();
+	reader.close();
+	trace.stop();
+	t.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return t;
+}
+
+// Step 2: the events cut into registrations, each ib_umem_get of a process
+// until its next one, with what was read of its process.
+std::vector<seen_registration> split_registrations(traced_command &t)
+{
 	std::vector<seen_registration> regs;
 	std::map<int, size_t> open;
 	std::map<int, int> nth;
-	for (auto &e : parse_trace(text)) {
+	for (auto &e : parse_trace(t.trace_text)) {
 		if (e.name == "ib_umem_get") {
 			const int n = nth[e.pid]++;
-			seen_registration s = snapshots.count({e.pid, n}) ? snapshots[{e.pid, n}] : seen_registration{};
+			seen_registration s = t.snapshots.count({e.pid, n}) ? t.snapshots[{e.pid, n}] : seen_registration{};
 			s.pid = e.pid;
 			s.task = e.task;
 			regs.push_back(s);
@@ -570,82 +608,108 @@ int explain_command(const explain_options &opt, std::ostream &out)
 		if (open.count(e.pid))
 			regs[open[e.pid]].events.push_back(e);
 	}
+	return regs;
+}
 
+// Step 3: a failed registration diagnosed (nullopt: it did not fail).
+std::optional<diagnosis> diagnose(const seen_registration &r, size_t index, const trace_session &trace,
+				  bool exits_followed)
+{
+	std::optional<int> err;
+	for (const auto &e : r.events)
+		if (e.name == "provider_reg_mr_ret" || e.name == "ib_umem_get_ret")
+			if (auto x = return_errno(e))
+				err = *x;
+	if (!err)
+		return std::nullopt;
+	diagnosis d;
+	d.err = *err;
+	const trace_event &entry = r.events.front();
+	d.address = uint64_t(entry.number("addr").value_or(0));
+	d.length = uint64_t(entry.number("size").value_or(0));
+	d.title = "registration " + std::to_string(index + 1) + ": pid " + std::to_string(r.pid) + " (" + r.task + ")";
+	d.allocation_class = r.allocation_class;
+	d.mapping = r.mapping;
+	d.pages = r.pages;
+	const uint64_t ps = page_size();
+	d.pages_total = ((d.address + d.length + ps - 1) / ps) - d.address / ps;
+	if (r.memlock && r.memlock->known) {
+		d.memlock = r.memlock;
+		d.memlock_note = "  [" + r.when + "]";
+	} else {
+		d.memlock_note = "  (the process was gone before it could be read)";
+	}
+	path_inputs in;
+	in.err = d.err;
+	in.kernel_release = trace.kernel_release();
+	in.swp_pfn_bits = trace.swp_pfn_bits();
+	in.missing_roles = trace.missing_roles();
+	for (const auto &p : d.pages)
+		if (p.pfn) {
+			in.before = path_page{*p.pfn, p.zone, p.cma_area.empty() ? "" : "CMA", p.longterm_pinnable};
+			break;
+		}
+	d.trace = reconstruct_path(r.events, in);
+	if (!r.placement_error.empty())
+		d.notes.push_back("its pages could not be read: " + r.placement_error);
+	if (!exits_followed)
+		d.notes.push_back("its processes' exits could not be followed (ptrace refused): a process that "
+				  "exits right after the failure may be gone before it is read");
+	d.notes.push_back(module_note());
+	classify(d);
+	return d;
+}
+
+// Step 4: what the command did, its failed registrations explained.
+void print_explained(std::ostream &out, const explain_options &opt, const traced_command &t,
+		     const trace_session &trace, size_t seen, const std::vector<diagnosis> &failed)
+{
 	std::string cmdline;
 	for (const auto &a : opt.command)
 		cmdline += (cmdline.empty() ? "" : " ") + a;
-	json doc = {{"command", opt.command}, {"exit_code", code}, {"kernel_trace", trace->describe()}};
-	std::ostringstream body;
-	int failed = 0;
-	json failures = json::array();
-	for (size_t i = 0; i < regs.size(); i++) {
-		const auto &r = regs[i];
-		std::optional<int> err;
-		for (const auto &e : r.events)
-			if (e.name == "provider_reg_mr_ret" || e.name == "ib_umem_get_ret")
-				if (auto x = return_errno(e))
-					err = *x;
-		if (!err)
-			continue;
-		failed++;
-		diagnosis d;
-		d.err = *err;
-		const trace_event &entry = r.events.front();
-		d.address = uint64_t(entry.number("addr").value_or(0));
-		d.length = uint64_t(entry.number("size").value_or(0));
-		d.title = "registration " + std::to_string(i + 1) + ": pid " + std::to_string(r.pid) + " (" + r.task + ")";
-		d.allocation_class = r.allocation_class;
-		d.mapping = r.mapping;
-		d.pages = r.pages;
-		const uint64_t ps = page_size();
-		d.pages_total = ((d.address + d.length + ps - 1) / ps) - d.address / ps;
-		if (r.memlock && r.memlock->known) {
-			d.memlock = r.memlock;
-			d.memlock_note = "  [" + r.when + "]";
-		} else {
-			d.memlock_note = "  (the process was gone before it could be read)";
-		}
-		path_inputs in;
-		in.err = d.err;
-		in.kernel_release = trace->kernel_release();
-		in.swp_pfn_bits = trace->swp_pfn_bits();
-		in.missing_roles = trace->missing_roles();
-		for (const auto &p : d.pages)
-			if (p.pfn) {
-				in.before = path_page{*p.pfn, p.zone, p.cma_area.empty() ? "" : "CMA", p.longterm_pinnable};
-				break;
-			}
-		d.trace = reconstruct_path(r.events, in);
-		if (!r.placement_error.empty())
-			d.notes.push_back("its pages could not be read: " + r.placement_error);
-		if (!traced_exits)
-			d.notes.push_back("its processes' exits could not be followed (ptrace refused): a process that "
-					  "exits right after the failure may be gone before it is read");
-		d.notes.push_back(module_note());
-		classify(d);
-		print(body, d);
-		body << "\n";
-		failures.push_back(to_json(d));
-	}
-	doc["registrations_seen"] = regs.size();
-	doc["failed"] = failures;
-	if (opt.json) {
-		out << doc.dump(2) << "\n";
-		return code;
-	}
-	out << "pinmatrix explain: `" << cmdline << "` (pid " << child << ") exited " << code << "\n";
-	if (!trace->available()) {
+	out << "pinmatrix explain: `" << cmdline << "` (pid " << t.pid << ") exited " << t.exit_code << "\n";
+	if (!trace.available()) {
 		out << "no kernel trace: its registrations cannot be seen here";
-		for (const auto &n : trace->describe().value("notes", json::array()))
+		for (const auto &n : trace.describe().value("notes", json::array()))
 			out << " (" << n.get<std::string>() << ")";
 		out << "\n";
-		return code;
+		return;
 	}
-	out << "registrations seen (ib_umem_get): " << regs.size() << ", failed: " << failed << "\n";
-	for (const auto &m : trace->missing_roles())
+	out << "registrations seen (ib_umem_get): " << seen << ", failed: " << failed.size() << "\n";
+	for (const auto &m : trace.missing_roles())
 		out << "  not traced on this kernel: " << m << "\n";
-	out << "\n" << body.str();
-	return code;
+	out << "\n";
+	for (const auto &d : failed) {
+		print(out, d);
+		out << "\n";
+	}
+}
+
+int explain_command(const explain_options &opt, std::ostream &out)
+{
+	// As env(1) and time(1): 127 and one line for a command that is not
+	// there, found before the kernel trace is set up for it.
+	if (const auto why = why_not_runnable(opt.command.at(0)); !why.empty()) {
+		std::fprintf(stderr, "pinmatrix explain: cannot run %s: %s\n", opt.command[0].c_str(), why.c_str());
+		return 127;
+	}
+	auto trace = trace_session::start();
+	traced_command t = trace_command(opt, *trace);
+	const auto regs = split_registrations(t);
+	std::vector<diagnosis> failed;
+	for (size_t i = 0; i < regs.size(); i++)
+		if (auto d = diagnose(regs[i], i, *trace, t.exits_followed))
+			failed.push_back(std::move(*d));
+	if (opt.json) {
+		json doc = {{"command", opt.command}, {"exit_code", t.exit_code}, {"kernel_trace", trace->describe()},
+			    {"registrations_seen", regs.size()}, {"failed", json::array()}};
+		for (const auto &d : failed)
+			doc["failed"].push_back(to_json(d));
+		out << doc.dump(2) << "\n";
+	} else {
+		print_explained(out, opt, t, *trace, regs.size(), failed);
+	}
+	return t.exit_code;
 }
 
 } // namespace

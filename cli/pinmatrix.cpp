@@ -6,7 +6,9 @@
 
 #include <charconv>
 #include <climits>
+#include <functional>
 #include <iostream>
+#include <memory>
 
 #include <CLI/CLI.hpp>
 
@@ -144,6 +146,232 @@ std::string kernel_help(const char *first)
 	return h + " See README";
 }
 
+// A subcommand: its options declared on the app, and what it runs once
+// they are parsed (its options live in the closure).
+struct subcommand {
+	CLI::App *app;
+	std::function<int()> run;
+};
+
+subcommand add_cases(CLI::App &app)
+{
+	auto opt = std::make_shared<suite_options>();
+	auto *cmd = app.add_subcommand("cases", "List the plan: every case and its expected outcome");
+	cmd->add_option("--first-pin", opt->first_pin_source, "module | io_uring | cuda | hip")->capture_default_str();
+	cmd->add_option("--second-pin", opt->second_pin, "ibv_reg_mr | io_uring")->capture_default_str();
+	return {cmd, [opt] {
+			check(plan_options{opt->first_pin_source, opt->second_pin});
+			print_cases(*opt);
+			return 0;
+		}};
+}
+
+subcommand add_run(CLI::App &app)
+{
+	auto run = std::make_shared<run_options>();
+	auto cases = std::make_shared<std::vector<std::string>>();
+	auto *cmd = app.add_subcommand("run", "Run the matrix here (in a guest, or on a real node)");
+	cmd->add_option("--out", run->out, "Directory for results.json");
+	cmd->add_option("--cases", *cases, "Case ids or names, A,B (default: all)");
+	cmd->add_option("--device", run->device, "RDMA device (default: the first one)");
+	cmd->add_option("--module", run->module, "pinmatrix.ko to load when /dev/pinmatrix is absent")
+		->check(regular_file);
+	cmd->add_option("--case-timeout", run->case_timeout_s, "Seconds a case may take")
+		->check(whole_number(1, INT_MAX));
+	cmd->add_option("--find-budget", run->find_budget_mib, "MiB a case may fault in to find a page in its placement")
+		->check(whole_number(1, INT_MAX));
+	cmd->add_option("--placement", run->placement,
+			"Restricted memory of this boot for cases A-C: auto, movable, cma, ordinary")
+		->capture_default_str();
+	cmd->add_option("--fault", run->fault,
+			"Fault injection: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | kernel-spin-at=CASE");
+	cmd->add_option("--first-pin", run->first_pin,
+			"Who takes the first pins: module (its contracts), io_uring (fixed buffers), "
+			"cuda (cuMemHostRegister, cudaHostRegister, cudaHostAlloc), hip (hipHostRegister)")
+		->capture_default_str();
+	cmd->add_option("--second-pin", run->second_pin,
+			"The long-term second pin: ibv_reg_mr (an RDMA device) or io_uring (no device)")
+		->capture_default_str();
+	return {cmd, [run, cases] {
+			run->cases = case_list(*cases);
+			return run_matrix(*run);
+		}};
+}
+
+void add_vm_guest_options(CLI::App *cmd, vm_options &vm, std::vector<std::string> &cases)
+{
+	cmd->add_option("--cases", cases, "Case ids or names, A,B (default: all)");
+	cmd->add_option("--guest-cmd", vm.guest_cmd, "Run this shell command in the guest instead of the matrix (tests)");
+	cmd->add_option("--fault", vm.fault,
+			"Fault injection in the guest: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | kernel-spin-at=CASE");
+	cmd->add_option("--case-timeout", vm.case_timeout_s, "Seconds a case may take in the guest")
+		->check(whole_number(1, INT_MAX))
+		->capture_default_str();
+	cmd->add_option("--cache", vm.cache, "Cache for kernels, modules and initramfs")->capture_default_str();
+	cmd->add_flag("--bench", vm.bench,
+		      "After the cases, run pinmatrix_bench in the guest: OUT/bench.json (default timeout 3600 s)");
+	cmd->add_option("--bench-args", vm.bench_args,
+			"More pinmatrix_bench arguments, e.g. '--benchmark_filter=reg_mr --benchmark_min_time=0.1'");
+	cmd->add_option("--first-pin", vm.first_pin, "Passed to `pinmatrix run` in the guest")->capture_default_str();
+	cmd->add_option("--second-pin", vm.second_pin, "Passed to `pinmatrix run` in the guest")->capture_default_str();
+	cmd->add_option("--ssh-port", vm.ssh_port,
+			"Forward 127.0.0.1:PORT to sshd in the guest (QEMU user networking); the guest "
+			"waits for DIR/guest/stop after its --guest-cmd")
+		->check(whole_number(1024, 65535));
+	cmd->add_option("--ssh-key", vm.ssh_key, "Public key the guest's sshd accepts for root (with --ssh-port)")
+		->check(regular_file);
+}
+
+subcommand add_vm(CLI::App &app)
+{
+	auto vm = std::make_shared<vm_options>();
+	auto cases = std::make_shared<std::vector<std::string>>();
+	auto *cmd = app.add_subcommand("vm", "Boot a QEMU guest (TCG) and run the matrix inside it");
+	cmd->add_option("--out", vm->out, "Directory for results.json, serial.log and the guest's files")->required();
+	cmd->add_option("--kernel", vm->kernel, kernel_help("debian[:ABI]"))->capture_default_str();
+	cmd->add_option("--patch", vm->patches, "Patch applied to a build kernel (repeatable)")->check(patch_file);
+	cmd->add_option("--placement", vm->placement, "Boot placement: ordinary, movable, cma, hugetlb_cma")
+		->capture_default_str();
+	cmd->add_option("--append", vm->append, "More kernel command line");
+	cmd->add_option("--memory", vm->memory_mib, "Guest RAM in MiB (default: what the placement needs)")
+		->check(whole_number(256, 16384));
+	cmd->add_option("--cpus", vm->cpus, "Guest vCPUs (QEMU -smp, one TCG thread each)")
+		->check(whole_number(1, 8))
+		->capture_default_str();
+	cmd->add_option("--timeout", vm->timeout_s, "Seconds from QEMU start to guest power-off")
+		->check(whole_number(1, INT_MAX))
+		->capture_default_str();
+	cmd->add_option("--matrix", vm->matrix, "A matrix file: one guest per (kernel, placement)")->check(regular_file);
+	add_vm_guest_options(cmd, *vm, *cases);
+	return {cmd, [vm, cases, cmd] {
+			vm->cases = case_list(*cases);
+			if (vm->bench && !cmd->count("--timeout"))
+				vm->timeout_s = 3600;
+			return run_vm(*vm);
+		}};
+}
+
+subcommand add_kernel(CLI::App &app)
+{
+	struct options {
+		std::string spec = "build";
+		std::vector<std::filesystem::path> patches;
+		std::filesystem::path cache = "/var/cache/pinmatrix";
+	};
+	auto opt = std::make_shared<options>();
+	auto *kernel = app.add_subcommand("kernel", "Guest kernels");
+	kernel->require_subcommand(1);
+	auto *build = kernel->add_subcommand(
+		"build", "Build, fetch or lay out a kernel in the cache (or find it there); prints its dir");
+	build->add_option("--kernel", opt->spec, kernel_help("debian[:ABI] (fetched)"))->capture_default_str();
+	build->add_option("--patch", opt->patches, "Patch to apply first (repeatable)")->check(patch_file);
+	build->add_option("--cache", opt->cache, "Cache directory")->capture_default_str();
+	return {build, [opt] { return build_kernel(opt->spec, opt->patches, opt->cache); }};
+}
+
+subcommand add_report(CLI::App &app)
+{
+	struct options {
+		std::filesystem::path dir, out;
+		std::vector<std::filesystem::path> compare, fleet;
+		std::optional<double> bench_threshold;
+		std::string format;
+	};
+	auto opt = std::make_shared<options>();
+	auto *cmd = app.add_subcommand(
+		"report", "Write results.ktap, junit.xml, report.html and summary.md from DIR/results.json, "
+			  "or compare two runs (exit 1 on a verdict regression)");
+	cmd->add_option("dir", opt->dir, "Run directory (or its results.json)");
+	cmd->add_option("--compare", opt->compare, "OLD NEW: run directories or results.json files")->expected(2);
+	cmd->add_option("--bench-threshold", opt->bench_threshold,
+			"With --compare: exit 1 when a benchmark's median is slower by more than PCT percent "
+			"(without it, benchmarks are informational)");
+	cmd->add_option("--format", opt->format,
+			"With --compare: text (the default), md (a Markdown table for a ticket) or json "
+			"(every row, for machines)");
+	cmd->add_option("--fleet", opt->fleet,
+			"NODE_DIR...: one node x case report from each node's status.json, facts.json "
+			"and results.json (ansible/roles/collect)")
+		->expected(1, -1);
+	cmd->add_option("--out", opt->out,
+			"Where the reports go (created): with DIR, instead of next to its results.json; "
+			"with --fleet, required");
+	return {cmd, [opt] {
+			if (opt->fleet.empty())
+				return report_command(opt->dir, opt->compare, opt->bench_threshold, opt->format, opt->out);
+			if (!opt->dir.empty() || !opt->compare.empty() || !opt->format.empty())
+				throw usage_error("report --fleet excludes a run directory, --compare and --format");
+			return fleet_report_command(opt->fleet, opt->out);
+		}};
+}
+
+// `explain -- CMD ARGS...`: what follows "--" is the command, not ours; the
+// arguments CLI11 parses end before it.
+subcommand add_explain(CLI::App &app, std::vector<std::string> command)
+{
+	auto opt = std::make_shared<explain_options>();
+	opt->command = std::move(command);
+	auto pid = std::make_shared<int>(0);
+	auto *cmd = app.add_subcommand(
+		"explain", "Where the pages of PID's RANGE live, its memlock state and what an ENOMEM from "
+			   "registering them would mean; or, with -- CMD ARGS, run CMD and explain its failed "
+			   "registrations (exits with CMD's status)");
+	cmd->add_option("pid", *pid, "Process id");
+	cmd->add_option("range", opt->range, "START-END (hex), START+LENGTH (bytes, K, M, G) or START (one page)");
+	cmd->add_flag("--json", opt->json, "JSON instead of text");
+	return {cmd, [opt, pid, cmd] {
+			if (cmd->count("pid"))
+				opt->pid = *pid;
+			return explain(*opt, std::cout);
+		}};
+}
+
+// Where `explain`'s "--" is: the argc CLI11 parses and the command after it.
+// nullopt (and one line) for "--" with no command.
+std::optional<std::pair<int, std::vector<std::string>>> split_explain(int argc, char **argv)
+{
+	if (argc > 1 && std::string(argv[1]) == "explain")
+		for (int i = 2; i < argc; i++)
+			if (std::string(argv[i]) == "--") {
+				if (i + 1 == argc) {
+					std::cerr << "pinmatrix: explain --: no command given\n";
+					return std::nullopt;
+				}
+				return std::make_pair(i, std::vector<std::string>(argv + i + 1, argv + argc));
+			}
+	return std::make_pair(argc, std::vector<std::string>{});
+}
+
+// `pinmatrix frob`: one line naming the commands.
+bool known_command(CLI::App &app, int argc, char **argv)
+{
+	if (argc < 2 || argv[1][0] == '-')
+		return true;
+	for (const auto *sub : app.get_subcommands({}))
+		if (sub->get_name() == argv[1])
+			return true;
+	std::cerr << "pinmatrix: unknown command '" << argv[1]
+		  << "' (commands: cases, run, vm, kernel, report, explain; see --help)\n";
+	return false;
+}
+
+// The chosen subcommand's run; bad usage and unmet needs as one line, 2.
+int run_chosen(const std::vector<subcommand> &subs)
+{
+	try {
+		for (const auto &s : subs)
+			if (*s.app)
+				return s.run();
+	} catch (const usage_error &e) {
+		std::cerr << "pinmatrix: " << e.what() << '\n';
+	} catch (const unmet_need &e) {
+		std::cerr << "pinmatrix: cannot run here: " << e.what() << '\n';
+	} catch (const std::exception &e) {
+		std::cerr << "pinmatrix: " << e.what() << '\n';
+	}
+	return exit_usage;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -152,204 +380,17 @@ int main(int argc, char **argv)
 		     "anything makes it immovable?"};
 	app.require_subcommand(1);
 	app.set_version_flag("--version", PINMATRIX_VERSION);
-
-	auto *cases_cmd = app.add_subcommand("cases", "List the plan: every case and its expected outcome");
-	suite_options cases_opt;
-	cases_cmd->add_option("--first-pin", cases_opt.first_pin_source, "module | io_uring | cuda | hip")
-		->capture_default_str();
-	cases_cmd->add_option("--second-pin", cases_opt.second_pin, "ibv_reg_mr | io_uring")
-		->capture_default_str();
-
-	run_options run;
-	auto *run_cmd = app.add_subcommand("run", "Run the matrix here (in a guest, or on a real node)");
-	run_cmd->add_option("--out", run.out, "Directory for results.json");
-	std::vector<std::string> run_cases, vm_cases;
-	run_cmd->add_option("--cases", run_cases, "Case ids or names, A,B (default: all)");
-	run_cmd->add_option("--device", run.device, "RDMA device (default: the first one)");
-	run_cmd->add_option("--module", run.module, "pinmatrix.ko to load when /dev/pinmatrix is absent")
-		->check(regular_file);
-	run_cmd->add_option("--case-timeout", run.case_timeout_s, "Seconds a case may take")
-		->check(whole_number(1, INT_MAX));
-	run_cmd->add_option("--find-budget", run.find_budget_mib,
-			    "MiB a case may fault in to find a page in its placement")
-		->check(whole_number(1, INT_MAX));
-	run_cmd->add_option("--placement", run.placement,
-			    "Restricted memory of this boot for cases A-C: auto, movable, cma, ordinary")
-		->capture_default_str();
-	run_cmd->add_option("--fault", run.fault,
-			    "Fault injection: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | kernel-spin-at=CASE");
-	run_cmd->add_option("--first-pin", run.first_pin,
-			    "Who takes the first pins: module (its contracts), io_uring (fixed buffers), "
-			    "cuda (cuMemHostRegister, cudaHostRegister, cudaHostAlloc), hip (hipHostRegister)")
-		->capture_default_str();
-	run_cmd->add_option("--second-pin", run.second_pin,
-			    "The long-term second pin: ibv_reg_mr (an RDMA device) or io_uring (no device)")
-		->capture_default_str();
-
-	vm_options vm;
-	auto *vm_cmd = app.add_subcommand("vm", "Boot a QEMU guest (TCG) and run the matrix inside it");
-	vm_cmd->add_option("--out", vm.out, "Directory for results.json, serial.log and the guest's files")
-		->required();
-	vm_cmd->add_option("--kernel", vm.kernel, kernel_help("debian[:ABI]"))
-		->capture_default_str();
-	vm_cmd->add_option("--patch", vm.patches, "Patch applied to a build kernel (repeatable)")
-		->check(patch_file);
-	vm_cmd->add_option("--placement", vm.placement, "Boot placement: ordinary, movable, cma, hugetlb_cma")
-		->capture_default_str();
-	vm_cmd->add_option("--append", vm.append, "More kernel command line");
-	vm_cmd->add_option("--memory", vm.memory_mib, "Guest RAM in MiB (default: what the placement needs)")
-		->check(whole_number(256, 16384));
-	vm_cmd->add_option("--cpus", vm.cpus, "Guest vCPUs (QEMU -smp, one TCG thread each)")
-		->check(whole_number(1, 8))
-		->capture_default_str();
-	vm_cmd->add_option("--timeout", vm.timeout_s, "Seconds from QEMU start to guest power-off")
-		->check(whole_number(1, INT_MAX))
-		->capture_default_str();
-	vm_cmd->add_option("--matrix", vm.matrix, "A matrix file: one guest per (kernel, placement)")
-		->check(regular_file);
-	vm_cmd->add_option("--cases", vm_cases, "Case ids or names, A,B (default: all)");
-	vm_cmd->add_option("--guest-cmd", vm.guest_cmd,
-			   "Run this shell command in the guest instead of the matrix (tests)");
-	vm_cmd->add_option("--fault", vm.fault,
-			   "Fault injection in the guest: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | kernel-spin-at=CASE");
-	vm_cmd->add_option("--case-timeout", vm.case_timeout_s, "Seconds a case may take in the guest")
-		->check(whole_number(1, INT_MAX))
-		->capture_default_str();
-	vm_cmd->add_option("--cache", vm.cache, "Cache for kernels, modules and initramfs")
-		->capture_default_str();
-	vm_cmd->add_flag("--bench", vm.bench,
-			 "After the cases, run pinmatrix_bench in the guest: OUT/bench.json (default timeout 3600 s)");
-	vm_cmd->add_option("--bench-args", vm.bench_args,
-			   "More pinmatrix_bench arguments, e.g. '--benchmark_filter=reg_mr --benchmark_min_time=0.1'");
-	vm_cmd->add_option("--first-pin", vm.first_pin, "Passed to `pinmatrix run` in the guest")
-		->capture_default_str();
-	vm_cmd->add_option("--second-pin", vm.second_pin, "Passed to `pinmatrix run` in the guest")
-		->capture_default_str();
-	vm_cmd->add_option("--ssh-port", vm.ssh_port,
-			   "Forward 127.0.0.1:PORT to sshd in the guest (QEMU user networking); the guest "
-			   "waits for DIR/guest/stop after its --guest-cmd")
-		->check(whole_number(1024, 65535));
-	vm_cmd->add_option("--ssh-key", vm.ssh_key, "Public key the guest's sshd accepts for root (with --ssh-port)")
-		->check(regular_file);
-
-	std::string kernel_spec = "build";
-	std::vector<std::filesystem::path> kernel_patches;
-	std::filesystem::path kernel_cache = "/var/cache/pinmatrix";
-	auto *kernel_cmd = app.add_subcommand("kernel", "Guest kernels");
-	kernel_cmd->require_subcommand(1);
-	auto *kernel_build = kernel_cmd->add_subcommand(
-		"build", "Build, fetch or lay out a kernel in the cache (or find it there); prints its dir");
-	kernel_build->add_option("--kernel", kernel_spec, kernel_help("debian[:ABI] (fetched)"))
-		->capture_default_str();
-	kernel_build->add_option("--patch", kernel_patches, "Patch to apply first (repeatable)")
-		->check(patch_file);
-	kernel_build->add_option("--cache", kernel_cache, "Cache directory")->capture_default_str();
-
-	std::filesystem::path report_dir;
-	std::vector<std::filesystem::path> report_compare;
-	auto *report_cmd = app.add_subcommand(
-		"report", "Write results.ktap, junit.xml, report.html and summary.md from DIR/results.json, "
-			  "or compare two runs (exit 1 on a verdict regression)");
-	report_cmd->add_option("dir", report_dir, "Run directory (or its results.json)");
-	report_cmd->add_option("--compare", report_compare, "OLD NEW: run directories or results.json files")
-		->expected(2);
-	std::optional<double> report_bench_threshold;
-	report_cmd->add_option("--bench-threshold", report_bench_threshold,
-			       "With --compare: exit 1 when a benchmark's median is slower by more than PCT percent "
-			       "(without it, benchmarks are informational)");
-	std::string report_format;
-	report_cmd->add_option("--format", report_format,
-			       "With --compare: text (the default), md (a Markdown table for a ticket) or json "
-			       "(every row, for machines)");
-	std::vector<std::filesystem::path> report_fleet;
-	std::filesystem::path report_out;
-	report_cmd->add_option("--fleet", report_fleet,
-			       "NODE_DIR...: one node x case report from each node's status.json, facts.json "
-			       "and results.json (ansible/roles/collect)")
-		->expected(1, -1);
-	report_cmd->add_option("--out", report_out,
-			       "Where the reports go (created): with DIR, instead of next to its results.json; "
-			       "with --fleet, required");
-
-	// `explain -- CMD ARGS...`: what follows "--" is the command, not ours.
-	explain_options explain_opt;
-	int explain_argc = argc;
-	if (argc > 1 && std::string(argv[1]) == "explain")
-		for (int i = 2; i < argc; i++)
-			if (std::string(argv[i]) == "--") {
-				explain_opt.command.assign(argv + i + 1, argv + argc);
-				explain_argc = i;
-				if (explain_opt.command.empty()) {
-					std::cerr << "pinmatrix: explain --: no command given\n";
-					return exit_usage;
-				}
-				break;
-			}
-	int explain_pid = 0;
-	auto *explain_cmd = app.add_subcommand(
-		"explain", "Where the pages of PID's RANGE live, its memlock state and what an ENOMEM from "
-			   "registering them would mean; or, with -- CMD ARGS, run CMD and explain its failed "
-			   "registrations (exits with CMD's status)");
-	explain_cmd->add_option("pid", explain_pid, "Process id");
-	explain_cmd->add_option("range", explain_opt.range,
-				"START-END (hex), START+LENGTH (bytes, K, M, G) or START (one page)");
-	explain_cmd->add_flag("--json", explain_opt.json, "JSON instead of text");
-
-	if (argc > 1 && argv[1][0] != '-') {
-		bool known = false;
-		for (const auto *sub : app.get_subcommands({}))
-			known |= sub->get_name() == argv[1];
-		if (!known) {
-			std::cerr << "pinmatrix: unknown command '" << argv[1]
-				  << "' (commands: cases, run, vm, kernel, report, explain; see --help)\n";
-			return exit_usage;
-		}
-	}
+	const auto split = split_explain(argc, argv);
+	if (!split)
+		return exit_usage;
+	const std::vector<subcommand> subs = {add_cases(app), add_run(app), add_vm(app),
+					      add_kernel(app), add_report(app), add_explain(app, split->second)};
+	if (!known_command(app, argc, argv))
+		return exit_usage;
 	try {
-		app.parse(explain_argc, argv);
+		app.parse(split->first, argv);
 	} catch (const CLI::ParseError &e) {
 		return parse_error(app, e) ? exit_usage : 0;
 	}
-
-	try {
-		run.cases = case_list(run_cases);
-		vm.cases = case_list(vm_cases);
-		if (*cases_cmd) {
-			check(plan_options{cases_opt.first_pin_source, cases_opt.second_pin});
-			print_cases(cases_opt);
-			return 0;
-		}
-		if (*run_cmd)
-			return run_matrix(run);
-		if (*vm_cmd) {
-			if (vm.bench && !vm_cmd->count("--timeout"))
-				vm.timeout_s = 3600;
-			return run_vm(vm);
-		}
-		if (*kernel_build)
-			return build_kernel(kernel_spec, kernel_patches, kernel_cache);
-		if (*report_cmd && !report_fleet.empty()) {
-			if (!report_dir.empty() || !report_compare.empty() || !report_format.empty())
-				throw usage_error("report --fleet excludes a run directory, --compare and --format");
-			return fleet_report_command(report_fleet, report_out);
-		}
-		if (*report_cmd)
-			return report_command(report_dir, report_compare, report_bench_threshold, report_format,
-					      report_out);
-		if (*explain_cmd) {
-			if (explain_cmd->count("pid"))
-				explain_opt.pid = explain_pid;
-			return explain(explain_opt, std::cout);
-		}
-	} catch (const usage_error &e) {
-		std::cerr << "pinmatrix: " << e.what() << '\n';
-		return exit_usage;
-	} catch (const unmet_need &e) {
-		std::cerr << "pinmatrix: cannot run here: " << e.what() << '\n';
-		return exit_usage;
-	} catch (const std::exception &e) {
-		std::cerr << "pinmatrix: " << e.what() << '\n';
-		return exit_usage;
-	}
-	return exit_usage;
+	return run_chosen(subs);
 }
