@@ -540,33 +540,33 @@ void check_group(const group_spec &g)
 	select_plan(make_suites(group_suite_options(g)), g.cases);
 }
 
-// Boots one guest (or finds that it cannot) and returns its results.
-group_outcome run_group(const group_spec &g)
+// The group's record before anything is known of its kernel.
+json group_doc(const group_spec &g, const std::string &append, unsigned memory)
 {
-	group_outcome outcome;
-	json &doc = outcome.doc;
-	const fs::path guest_dir = g.out / "guest";
+	return {{"schema", results_schema},
+		{"kernel", {{"name", g.kernel.name}, {"source", g.kernel.source}}},
+		{"boot", {{"placement", g.boot->name}, {"append", append}, {"memory_mib", memory}, {"cpus", g.cpus}}},
+		{"cases", json::array()}};
+}
 
-	const std::string append = boot_append(g);
-	const unsigned memory = g.memory_mib ? g.memory_mib : g.boot->memory_mib;
-	doc = {{"schema", results_schema},
-	       {"kernel", {{"name", g.kernel.name}, {"source", g.kernel.source}}},
-	       {"boot", {{"placement", g.boot->name}, {"append", append}, {"memory_mib", memory}, {"cpus", g.cpus}}},
-	       {"cases", json::array()}};
-
-	// Kernel, modules, initramfs; then the kernel's config against the
-	// placement's needs. Anything missing: SKIP with the reason, no boot.
+struct prepared_guest {
 	guest_kernel kernel;
 	fs::path modules, initrd;
-	std::optional<std::string> cannot;
+};
+
+// Kernel, modules, initramfs; then the kernel's config against the
+// placement's needs. What stops it is the group's SKIP with the reason (no
+// boot); a setup error (doc["setup_error"]) also writes nothing.
+std::optional<std::string> prepare_guest(const group_spec &g, json &doc, prepared_guest &p)
+{
 	try {
 		cache_lock lock(g.cache);
-		kernel = prepare_kernel(g.kernel, g.cache);
-		doc["kernel"]["release"] = kernel.release;
-		doc["kernel"]["describe"] = kernel.describe();
+		p.kernel = prepare_kernel(g.kernel, g.cache);
+		doc["kernel"]["release"] = p.kernel.release;
+		doc["kernel"]["describe"] = p.kernel.describe();
 		json patches = json::array();
-		for (const auto &p : g.kernel.patches)
-			patches.push_back(p.filename().string());
+		for (const auto &f : g.kernel.patches)
+			patches.push_back(f.filename().string());
 		doc["kernel"]["patches"] = patches;
 		if (!g.kernel.fragments.empty()) {
 			json fragments = json::array();
@@ -574,42 +574,34 @@ group_outcome run_group(const group_spec &g)
 				fragments.push_back(f.filename().string());
 			doc["kernel"]["fragments"] = fragments;
 		}
-		cannot = unmet_kconfig(*g.boot, kernel.config, kernel.release);
-		if (!cannot) {
-			modules = prepare_modules(kernel, g.cache);
-			initrd = prepare_initramfs(kernel, g.cache);
-		}
+		if (auto cannot = unmet_kconfig(*g.boot, p.kernel.config, p.kernel.release))
+			return cannot;
+		p.modules = prepare_modules(p.kernel, g.cache);
+		p.initrd = prepare_initramfs(p.kernel, g.cache);
+		return std::nullopt;
 	} catch (const unmet_need &e) {
-		cannot = e.what();
 		doc["setup_error"] = true;
+		return e.what();
 	} catch (const std::exception &e) {
 		// Whatever else stops it (a cache that cannot be locked, an I/O
 		// error) is this group's SKIP with the reason, not the matrix's end.
-		cannot = "cannot prepare kernel '" + g.kernel.name + "': " + e.what();
 		doc["setup_error"] = true;
+		return "cannot prepare kernel '" + g.kernel.name + "': " + e.what();
 	}
-	// Only now is anything written: a setup error leaves nothing behind.
-	if (!doc.contains("setup_error")) {
-		fs::create_directories(g.out);
-		fs::remove_all(guest_dir);
-		fs::remove(g.out / "results.json");
-	}
-	if (cannot) {
-		outcome.ended = *cannot;
-		doc["cases"] = records_not_run(g, verdict::skip, *cannot);
-		doc["cannot_run"] = *cannot;
-		return outcome;
-	}
+}
 
+void write_guest_job(const fs::path &guest_dir, const group_spec &g, const fs::path &modules)
+{
 	fs::create_directories(guest_dir);
-	{
-		std::ofstream job(guest_dir / "job.sh");
-		job << guest_job(g, modules);
-		if (!job)
-			throw last_sys_error("write job.sh");
-	}
+	std::ofstream job(guest_dir / "job.sh");
+	job << guest_job(g, modules);
+	if (!job)
+		throw last_sys_error("write job.sh");
+}
 
-	const std::string cmdline = guest_cmdline(kernel.dir, g);
+std::vector<std::string> qemu_argv(const group_spec &g, const prepared_guest &p, const std::string &cmdline,
+				   unsigned memory, const qmp_socket &qmp)
+{
 	// The uncompressed vmlinux (PVH entry) saves seconds of XZ unpacking in
 	// an emulated guest; qboot and q35 start faster than SeaBIOS and i440FX.
 	std::vector<std::string> argv = {
@@ -621,14 +613,13 @@ group_outcome run_group(const group_spec &g)
 		"-smp", std::to_string(g.cpus), "-nodefaults", "-display", "none", "-no-reboot",
 		"-serial", "file:" + (g.out / "serial.log").string(),
 		"-pidfile", (g.out / "qemu.pid").string(),
-		"-kernel", kernel.image.string(), "-initrd", initrd.string(),
+		"-kernel", p.kernel.image.string(), "-initrd", p.initrd.string(),
 		"-append", cmdline,
 		"-virtfs", "local,path=/,mount_tag=hostroot,readonly=on,security_model=none,multidevs=remap",
-		"-virtfs", "local,path=" + guest_dir.string() + ",mount_tag=results,security_model=none",
+		"-virtfs", "local,path=" + (g.out / "guest").string() + ",mount_tag=results,security_model=none",
 	};
 	if (fs::exists(qboot))
 		argv.insert(argv.begin() + 1, {"-bios", qboot});
-	const qmp_socket qmp;
 	argv.insert(argv.end(), {"-qmp", qmp.qemu_arg()});
 	if (g.ssh_port) {
 		// Loopback only; restrict=on: the guest reaches nothing outside.
@@ -636,75 +627,93 @@ group_outcome run_group(const group_spec &g)
 		argv.insert(argv.end(), {"-netdev", "user,id=n0,restrict=on," + fwd, "-device",
 					 "virtio-net-pci,netdev=n0"});
 	}
+	return argv;
+}
 
-	std::cout << "pinmatrix vm: booting " << kernel.describe() << " (" << g.boot->name << ": "
-		  << (append.empty() ? "no extra parameters" : append) << ", " << memory << " MiB, " << g.cpus
-		  << (g.cpus == 1 ? " vCPU" : " vCPUs") << ", TCG)"
-		  << std::endl;
+struct qemu_run {
+	std::optional<int> status;	// nullopt: killed at the timeout
+	int signal = 0;			// killed by a signal not ours
+	json wedged_dump;		// the guest's dumps at the timeout
+	double wall_s = 0;
+};
+
+// QEMU until the guest powers off, or its timeout: then the guest's dumps
+// (sysrq through QMP) before the kill, its results as they were at it.
+qemu_run boot_guest(const group_spec &g, const std::vector<std::string> &argv, const qmp_socket &qmp)
+{
+	const fs::path guest_dir = g.out / "guest";
+	qemu_run q;
 	const auto t0 = std::chrono::steady_clock::now();
-	std::optional<int> qemu_status;
-	int qemu_signal = 0;
-	nlohmann::json wedged_dump;
 	std::optional<guest_report_at_timeout> at_timeout;
 	{
 		qemu_process qemu(argv, g.out / "qemu.log", g.out / "qemu.pid");
-		qemu_status = qemu.wait_for(std::chrono::seconds(g.timeout_s), [&] {
+		q.status = qemu.wait_for(std::chrono::seconds(g.timeout_s), [&] {
 			at_timeout.emplace(guest_dir);
-			wedged_dump = dump_wedged_guest(qmp, g.out / "serial.log");
+			q.wedged_dump = dump_wedged_guest(qmp, g.out / "serial.log");
 		});
-		qemu_signal = qemu.killed_by();
+		q.signal = qemu.killed_by();
 	}
 	if (at_timeout && at_timeout->restore())
-		wedged_dump["note_results"] = "the guest reported more while its dumps were taken, after its "
-					      "timeout: not counted (results as at the timeout)";
-	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+		q.wedged_dump["note_results"] = "the guest reported more while its dumps were taken, after its "
+						"timeout: not counted (results as at the timeout)";
+	q.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	return q;
+}
 
-	std::optional<int> job_status;
+// The job's exit code: guest/exit_code, or (a full results disk can keep
+// that file from being written) what stage2 said on the console.
+std::optional<int> guest_job_exit(const fs::path &out)
+{
 	try {
-		if (fs::exists(guest_dir / "exit_code"))
-			job_status = std::stoi(read_text_file((guest_dir / "exit_code").string()));
+		if (fs::exists(out / "guest" / "exit_code"))
+			return std::stoi(read_text_file((out / "guest" / "exit_code").string()));
 	} catch (const std::exception &) {
 	}
-	// A full results disk can keep that file from being written; stage2
-	// also says it on the console.
+	return console_job_exit(out / "serial.log");
+}
+
+// Why the guest ended early ("" when it did not).
+std::string how_it_ended(const qemu_run &q, const std::optional<int> &job_status, int timeout_s)
+{
+	if (!q.status)
+		return "guest still running after " + std::to_string(timeout_s) + " s: killed" +
+		       (q.wedged_dump.value("answered", false) ? ", after its task and CPU dumps (sysrq by QMP: serial.log)"
+							      : "");
+	if (q.signal)
+		return "QEMU was killed by signal " + std::to_string(q.signal) + " (" + strsignal(q.signal) +
+		       "), not by pinmatrix";
+	if (*q.status)
+		return "QEMU exited with status " + std::to_string(*q.status) + " (see qemu.log)";
 	if (!job_status)
-		job_status = console_job_exit(g.out / "serial.log");
-	std::string &ended = outcome.ended;
-	if (!qemu_status)
-		ended = "guest still running after " + std::to_string(g.timeout_s) + " s: killed" +
-			(wedged_dump.value("answered", false) ? ", after its task and CPU dumps (sysrq by QMP: serial.log)"
-							       : "");
-	else if (qemu_signal)
-		ended = "QEMU was killed by signal " + std::to_string(qemu_signal) + " (" + strsignal(qemu_signal) +
-			"), not by pinmatrix";
-	else if (*qemu_status)
-		ended = "QEMU exited with status " + std::to_string(*qemu_status) + " (see qemu.log)";
-	else if (!job_status)
-		ended = "guest stopped before the job finished (panic or reset?)";
+		return "guest stopped before the job finished (panic or reset?)";
+	return "";
+}
 
-	outcome.kernel_alarms = note_guest_kernel_log(guest_dir, doc);
+json vm_record(const group_spec &g, const qemu_run &q, const std::vector<std::string> &argv,
+	       const std::string &cmdline, unsigned memory, const std::optional<int> &job_status,
+	       const std::string &ended)
+{
 	json vm = {{"accel", "tcg"},
-			 {"memory_mib", memory},
-			 {"cpus", g.cpus},
-			 {"cmdline", cmdline},
-			 {"qemu_argv", argv},
-			 {"wall_s", wall_s},
-			 {"qemu_exit", qemu_status ? json(*qemu_status) : json("killed")},
-			 {"job_exit", job_status ? json(*job_status) : json(nullptr)},
-			 {"ended", ended.empty() ? json(nullptr) : json(ended)},
-			 {"serial_log", "serial.log"}};
-	if (!wedged_dump.is_null())
-		vm["wedged_guest_dump"] = wedged_dump;
-	if (auto phases = guest_phases(guest_dir, wall_s); !phases.empty())
+		   {"memory_mib", memory},
+		   {"cpus", g.cpus},
+		   {"cmdline", cmdline},
+		   {"qemu_argv", argv},
+		   {"wall_s", q.wall_s},
+		   {"qemu_exit", q.status ? json(*q.status) : json("killed")},
+		   {"job_exit", job_status ? json(*job_status) : json(nullptr)},
+		   {"ended", ended.empty() ? json(nullptr) : json(ended)},
+		   {"serial_log", "serial.log"}};
+	if (!q.wedged_dump.is_null())
+		vm["wedged_guest_dump"] = q.wedged_dump;
+	if (auto phases = guest_phases(g.out / "guest", q.wall_s); !phases.empty())
 		vm["phases_s"] = phases;
-	if (!g.guest_cmd.empty() || g.ssh_port) {
-		outcome.guest_cmd_exit = ended.empty() ? job_status : std::nullopt;
-		doc["vm"] = vm;
-		if (!ended.empty())
-			doc["vm"]["serial_excerpt"] = serial_excerpt(g.out / "serial.log");
-		return outcome;
-	}
+	return vm;
+}
 
+// The guest runner's results.json into the group's record (its kernel
+// facts added to the host's).
+void merge_guest_results(json &doc, const fs::path &guest_dir, std::string &ended)
+{
 	const fs::path guest_results = guest_dir / "results.json";
 	json guest;
 	if (fs::exists(guest_results)) {
@@ -720,18 +729,18 @@ group_outcome run_group(const group_spec &g)
 				doc[key] = value;
 		doc["kernel"].update(guest.value("kernel", json::object()));
 	}
-	if (!doc.value("complete", false) && ended.empty())
-		ended = "the guest's run ended early (job exit " +
-			(job_status ? std::to_string(*job_status) : std::string("none")) + ", see serial.log)";
+}
 
-	// Every planned case gets exactly one verdict: the missing ones are
-	// errors. The runner writes results.json as it starts and after each
-	// case, in plan order: when the guest died, the first case without a
-	// record was running. (A job that ended without them said why on the
-	// console: a results disk that filled up, say.)
+// Every planned case gets exactly one verdict: the missing ones are
+// errors. The runner writes results.json as it starts and after each
+// case, in plan order: when the guest died, the first case without a
+// record was running. (A job that ended without them said why on the
+// console: a results disk that filled up, say.)
+void add_missing_records(json &doc, const group_spec &g, const std::string &ended,
+			 const std::optional<int> &job_status, const std::string &excerpt)
+{
 	const auto suites = make_suites(group_suite_options(g));
 	const bool guest_died = doc.contains("plan") && !doc.value("complete", false) && !job_status;
-	const std::string excerpt = ended.empty() ? "" : serial_excerpt(g.out / "serial.log");
 	bool first_missing = true;
 	for (const auto &[owner, c] : group_plan(suites, g)) {
 		bool reported = false;
@@ -754,6 +763,60 @@ group_outcome run_group(const group_spec &g)
 		first_missing = false;
 		doc["cases"].push_back(r);
 	}
+}
+
+// Boots one guest (or finds that it cannot) and returns its results.
+group_outcome run_group(const group_spec &g)
+{
+	group_outcome outcome;
+	json &doc = outcome.doc;
+	std::string &ended = outcome.ended;
+	const fs::path guest_dir = g.out / "guest", serial = g.out / "serial.log";
+	const std::string append = boot_append(g);
+	const unsigned memory = g.memory_mib ? g.memory_mib : g.boot->memory_mib;
+	doc = group_doc(g, append, memory);
+
+	prepared_guest guest;
+	const auto cannot = prepare_guest(g, doc, guest);
+	// Only now is anything written: a setup error leaves nothing behind.
+	if (!doc.contains("setup_error")) {
+		fs::create_directories(g.out);
+		fs::remove_all(guest_dir);
+		fs::remove(g.out / "results.json");
+	}
+	if (cannot) {
+		ended = *cannot;
+		doc["cases"] = records_not_run(g, verdict::skip, *cannot);
+		doc["cannot_run"] = *cannot;
+		return outcome;
+	}
+	write_guest_job(guest_dir, g, guest.modules);
+
+	const std::string cmdline = guest_cmdline(guest.kernel.dir, g);
+	const qmp_socket qmp;
+	const auto argv = qemu_argv(g, guest, cmdline, memory, qmp);
+	std::cout << "pinmatrix vm: booting " << guest.kernel.describe() << " (" << g.boot->name << ": "
+		  << (append.empty() ? "no extra parameters" : append) << ", " << memory << " MiB, " << g.cpus
+		  << (g.cpus == 1 ? " vCPU" : " vCPUs") << ", TCG)" << std::endl;
+	const qemu_run q = boot_guest(g, argv, qmp);
+	const auto job_status = guest_job_exit(g.out);
+	ended = how_it_ended(q, job_status, g.timeout_s);
+	outcome.kernel_alarms = note_guest_kernel_log(guest_dir, doc);
+	const json vm = vm_record(g, q, argv, cmdline, memory, job_status, ended);
+	if (!g.guest_cmd.empty() || g.ssh_port) {
+		outcome.guest_cmd_exit = ended.empty() ? job_status : std::nullopt;
+		doc["vm"] = vm;
+		if (!ended.empty())
+			doc["vm"]["serial_excerpt"] = serial_excerpt(serial);
+		return outcome;
+	}
+
+	merge_guest_results(doc, guest_dir, ended);
+	if (!doc.value("complete", false) && ended.empty())
+		ended = "the guest's run ended early (job exit " +
+			(job_status ? std::to_string(*job_status) : std::string("none")) + ", see serial.log)";
+	const std::string excerpt = ended.empty() ? "" : serial_excerpt(serial);
+	add_missing_records(doc, g, ended, job_status, excerpt);
 	if (g.bench)
 		bench::collect(guest_dir, g.out, doc);
 	doc["vm"] = vm;
