@@ -436,35 +436,33 @@ fault_plan parse_fault(const std::string &spec)
 	return f;
 }
 
-int run_matrix(const run_options &opt)
+namespace {
+
+// The suites' options for this boot: its restricted placement, and whether
+// it is there. "auto" on a boot with neither: plan A-C on ZONE_MOVABLE, they
+// SKIP. Asked for by name, it must be there: a CMA area the kernel failed to
+// reserve (CmaTotal 0) leaves nothing to find, and filling memory in search
+// of it only ends in the OOM killer.
+suite_options suites_for(const run_options &opt)
 {
 	suite_options so{opt.device, opt.find_budget_mib, restricted_placement(opt.placement)};
 	so.first_pin_source = opt.first_pin;
 	so.second_pin = opt.second_pin;
 	check(plan_options{opt.first_pin, opt.second_pin});
-	// "auto" on a boot with neither: plan A-C on ZONE_MOVABLE, they SKIP.
 	if (opt.placement == "auto" && so.restricted == placement::ordinary) {
 		so.restricted = placement::movable;
 		so.restricted_present = false;
 	}
-	// Asked for by name, it must be there: a CMA area the kernel failed to
-	// reserve (CmaTotal 0) leaves nothing to find, and filling memory in
-	// search of it only ends in the OOM killer.
 	if (opt.placement != "auto" && so.restricted != placement::ordinary) {
 		const auto present = restricted_placements();
 		so.restricted_present = std::find(present.begin(), present.end(), so.restricted) != present.end();
 	}
-	auto suites = make_suites(so);
-	const auto plan = select_plan(suites, opt.cases);
-	const auto fault = parse_fault(opt.fault);
-	if (opt.case_timeout_s <= 0)
-		throw usage_error("--case-timeout must be a positive number of seconds");
-	if (!opt.out.empty()) {
-		require_writable_dir(opt.out, "--out");
-		fs::create_directories(opt.out);
-	}
+	return so;
+}
 
-	const auto kernel = read_kernel_info();
+// The run's record as it starts: the plan, the kernel, memlock, vmstat.
+json run_doc(const std::vector<plan_entry> &plan, const kernel_info &kernel)
+{
 	json doc = {{"schema", results_schema},
 		    {"tool", {{"name", "pinmatrix"}, {"version", PINMATRIX_VERSION}}},
 		    {"kernel", {{"release", kernel.release}, {"version", kernel.version},
@@ -479,43 +477,146 @@ int run_matrix(const run_options &opt)
 	doc["memlock"] = {{"limit_bytes", memlock.limit_bytes ? json(*memlock.limit_bytes) : json("unlimited")},
 			  {"cap_ipc_lock", memlock.cap_ipc_lock}};
 	doc["vmstat_before"] = vmstat_pins();
+	return doc;
+}
 
-	// Preflight, LTP style: an unmet need turns a suite's cases into SKIPs.
+// results.json is replaced only by a whole new one. When one cannot be
+// written (a full disk), the error names the case, the file keeps the
+// cases written before, the run goes on (a later write may fit) and
+// exits 1 however the cases went.
+class results_keeper {
+public:
+	explicit results_keeper(fs::path file) : file_(std::move(file)) {}
+
+	void keep(const json &doc, const std::string &when)
+	{
+		if (file_.empty())
+			return;
+		try {
+			write_json_atomically(file_, doc);
+			written_ = doc["cases"].size();
+		} catch (const std::exception &e) {
+			all_written_ = false;
+			std::cerr << "pinmatrix: ERROR: " << when << ": results.json not updated: " << e.what()
+				  << "; it keeps the " << written_ << " case(s) written before" << std::endl;
+		}
+	}
+	void failed() { all_written_ = false; }
+	bool all_written() const { return all_written_; }
+	size_t written() const { return written_; }
+	const fs::path &file() const { return file_; }
+
+private:
+	fs::path file_;
+	bool all_written_ = true;
+	size_t written_ = 0;
+};
+
+// Preflight, LTP style: an unmet need turns a suite's cases into SKIPs.
+std::map<const suite *, std::optional<std::string>> preflight_suites(const std::vector<std::unique_ptr<suite>> &suites,
+								     const std::vector<plan_entry> &plan, json &doc)
+{
+	std::map<const suite *, std::optional<std::string>> cannot_run;
+	for (const auto &s : suites)
+		if (std::any_of(plan.begin(), plan.end(), [&](const plan_entry &e) { return e.owner == s.get(); }))
+			cannot_run[s.get()] = s->preflight(doc);
+	return cannot_run;
+}
+
+// One case: its knob of fault injection set around it, run in a child (or
+// its SKIP), timed, and the kernel's alarms during it noted.
+json run_one(const plan_entry &e, const std::optional<std::string> &why_not, const fault_plan &fault,
+	     const run_options &opt, std::optional<kernel_log_cursor> &klog, json &doc)
+{
+	auto &[owner, c] = e;
+	if (!why_not)
+		owner->before_case(c, doc);
+	const auto t0 = std::chrono::steady_clock::now();
+	std::optional<module_param_override> stall;
+	if (c.id == fault.kernel_hang_at && !why_not) {
+		std::cout << "pinmatrix: fault injection: case " << c.id << "'s pin stalls in the kernel until killed"
+			  << std::endl;
+		stall.emplace(stall_param, "Y");
+	} else if (c.id == fault.kernel_spin_at && !why_not) {
+		std::cout << "pinmatrix: fault injection: case " << c.id << "'s pin spins in the kernel until killed"
+			  << std::endl;
+		stall.emplace(spin_param, "Y");
+	}
+	json r = why_not ? owner->not_run(c, verdict::skip, *why_not)
+			 : run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at);
+	stall.reset();
+	r["suite"] = owner->name();
+	r["duration_ns"] =
+		std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+	if (klog)
+		note_kernel_alarms(r, klog->new_alarms());
+	return r;
+}
+
+// "[3/36] C (movable-foll-pin-longterm): PASS"
+void print_progress(size_t i, size_t n, const planned_case &c, const json &r)
+{
+	std::string v = r.value("verdict", "error");
+	for (auto &ch : v)
+		ch = char(toupper(ch));
+	const std::string reason = r.value("reason", "");
+	std::cout << "[" << i + 1 << "/" << n << "] " << c.id << (c.id == c.name ? "" : " (" + c.name + ")") << ": "
+		  << v << (reason.empty() ? "" : " - " + reason) << std::endl;
+}
+
+void finish_doc(json &doc, const std::vector<std::unique_ptr<suite>> &suites, const run_summary &summary)
+{
+	for (const auto &s : suites)
+		s->finish(doc);
+	doc["vmstat_after"] = vmstat_pins();
+	doc["finished_at"] = now_iso8601();
+	doc["complete"] = true;
+	doc["summary"] = {{"pass", summary.pass}, {"fail", summary.fail}, {"skip", summary.skip},
+			  {"error", summary.error}};
+	doc["verdict"] = name(summary.overall);
+}
+
+// The table and the summary line; 1 when results were not all written.
+int print_end(const json &doc, const run_summary &summary, const results_keeper &results, size_t planned)
+{
+	std::cout << '\n' << format_table(doc["cases"]);
+	std::cout << "summary: pass " << summary.pass << ", fail " << summary.fail << ", skip " << summary.skip
+		  << ", error " << summary.error << " -> " << doc["verdict"].get<std::string>() << '\n';
+	if (!results.all_written()) {
+		std::cout << "results: NOT all written to " << results.file().string() << " (errors above): "
+			  << results.written() << " of " << planned << " case(s) kept" << std::endl;
+		return 1;
+	}
+	return exit_code(summary);
+}
+
+} // namespace
+
+int run_matrix(const run_options &opt)
+{
+	auto suites = make_suites(suites_for(opt));
+	const auto plan = select_plan(suites, opt.cases);
+	const auto fault = parse_fault(opt.fault);
+	if (opt.case_timeout_s <= 0)
+		throw usage_error("--case-timeout must be a positive number of seconds");
+	if (!opt.out.empty()) {
+		require_writable_dir(opt.out, "--out");
+		fs::create_directories(opt.out);
+	}
+	const auto kernel = read_kernel_info();
+	json doc = run_doc(plan, kernel);
 	module_loader loader(opt.module);
 	doc["module_loaded_by_run"] = loader.loaded();
 	for (const auto &[at, param] : {std::pair{fault.kernel_hang_at, stall_param}, {fault.kernel_spin_at, spin_param}})
 		if (!at.empty() && !fs::exists(param))
 			throw unmet_need("--fault " + opt.fault + " needs pinmatrix.ko loaded with its parameter " +
 					 param + " (give --module)");
-	std::map<const suite *, std::optional<std::string>> cannot_run;
-	for (const auto &s : suites)
-		if (std::any_of(plan.begin(), plan.end(), [&](const plan_entry &e) { return e.owner == s.get(); }))
-			cannot_run[s.get()] = s->preflight(doc);
+	const auto cannot_run = preflight_suites(suites, plan, doc);
 
-	std::cout << "pinmatrix: " << plan.size() << " cases on " << kernel.release << " ("
-		  << kernel.cmdline << ")\n";
-	run_summary summary;
-	const fs::path results_file = opt.out.empty() ? fs::path() : opt.out / "results.json";
-	// results.json is replaced only by a whole new one. When one cannot be
-	// written (a full disk), the error names the case, the file keeps the
-	// cases written before, the run goes on (a later write may fit) and
-	// exits 1 however the cases went.
-	bool all_written = true;
-	size_t cases_written = 0;
-	auto keep_results = [&](const std::string &when) {
-		if (results_file.empty())
-			return;
-		try {
-			write_json_atomically(results_file, doc);
-			cases_written = doc["cases"].size();
-		} catch (const std::exception &e) {
-			all_written = false;
-			std::cerr << "pinmatrix: ERROR: " << when << ": results.json not updated: " << e.what()
-				  << "; it keeps the " << cases_written << " case(s) written before" << std::endl;
-		}
-	};
+	std::cout << "pinmatrix: " << plan.size() << " cases on " << kernel.release << " (" << kernel.cmdline << ")\n";
+	results_keeper results(opt.out.empty() ? fs::path() : opt.out / "results.json");
 	// Written before the first case: a run that dies in it shows it started.
-	keep_results("at the start of the run");
+	results.keep(doc, "at the start of the run");
 	// From here on: what boot and module loading logged is no case's.
 	std::optional<kernel_log_cursor> klog;
 	try {
@@ -524,74 +625,28 @@ int run_matrix(const run_options &opt)
 		doc["kernel_log_per_case"] = {{"checked", false}, {"why", e.what()}};
 	}
 	for (size_t i = 0; i < plan.size(); i++) {
-		auto &[owner, c] = plan[i];
+		const auto &c = plan[i].c;
 		if (c.id == fault.panic_at)
 			panic_now(c.id);
-		const auto &why_not = cannot_run[owner];
-		if (!why_not)
-			owner->before_case(c, doc);
-		const auto t0 = std::chrono::steady_clock::now();
-		std::optional<module_param_override> stall;
-		if (c.id == fault.kernel_hang_at && !why_not) {
-			std::cout << "pinmatrix: fault injection: case " << c.id
-				  << "'s pin stalls in the kernel until killed" << std::endl;
-			stall.emplace(stall_param, "Y");
-		} else if (c.id == fault.kernel_spin_at && !why_not) {
-			std::cout << "pinmatrix: fault injection: case " << c.id
-				  << "'s pin spins in the kernel until killed" << std::endl;
-			stall.emplace(spin_param, "Y");
-		}
-		json r = why_not ? owner->not_run(c, verdict::skip, *why_not)
-				 : run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at);
-		stall.reset();
-		r["suite"] = owner->name();
-		r["duration_ns"] = std::chrono::duration_cast<std::chrono::nanoseconds>(
-					   std::chrono::steady_clock::now() - t0)
-					   .count();
-		if (klog)
-			note_kernel_alarms(r, klog->new_alarms());
-		std::string v = r.value("verdict", "error");
-		for (auto &ch : v)
-			ch = char(toupper(ch));
-		const std::string reason = r.value("reason", "");
-		std::cout << "[" << i + 1 << "/" << plan.size() << "] " << c.id
-			  << (c.id == c.name ? "" : " (" + c.name + ")") << ": " << v
-			  << (reason.empty() ? "" : " - " + reason) << std::endl;
+		json r = run_one(plan[i], cannot_run.at(plan[i].owner), fault, opt, klog, doc);
+		print_progress(i, plan.size(), c, r);
 		doc["cases"].push_back(r);
 		// Written as each case ends: a guest that dies keeps what finished.
-		keep_results("case " + c.id + " (" + std::to_string(i + 1) + "/" + std::to_string(plan.size()) +
-			     "): its record");
+		results.keep(doc, "case " + c.id + " (" + std::to_string(i + 1) + "/" + std::to_string(plan.size()) +
+					  "): its record");
 	}
-	for (const auto &s : suites)
-		s->finish(doc);
-
-	summary = summarize_json(doc["cases"]);
-	doc["vmstat_after"] = vmstat_pins();
-	doc["finished_at"] = now_iso8601();
-	doc["complete"] = true;
-	doc["summary"] = {{"pass", summary.pass}, {"fail", summary.fail},
-			  {"skip", summary.skip}, {"error", summary.error}};
-	doc["verdict"] = name(summary.overall);
-	keep_results("the end of the run");
-	if (!results_file.empty() && all_written) {
+	const run_summary summary = summarize_json(doc["cases"]);
+	finish_doc(doc, suites, summary);
+	results.keep(doc, "the end of the run");
+	if (!results.file().empty() && results.all_written()) {
 		try {
 			write_reports(opt.out, doc);
 		} catch (const std::exception &e) {
-			all_written = false;
+			results.failed();
 			std::cerr << "pinmatrix: ERROR: reports not written: " << e.what() << std::endl;
 		}
 	}
-
-	std::cout << '\n' << format_table(doc["cases"]);
-	std::cout << "summary: pass " << summary.pass << ", fail " << summary.fail << ", skip "
-		  << summary.skip << ", error " << summary.error << " -> " << doc["verdict"].get<std::string>()
-		  << '\n';
-	if (!all_written) {
-		std::cout << "results: NOT all written to " << results_file.string() << " (errors above): "
-			  << cases_written << " of " << plan.size() << " case(s) kept" << std::endl;
-		return 1;
-	}
-	return exit_code(summary);
+	return print_end(doc, summary, results, plan.size());
 }
 
 } // namespace pinmatrix
