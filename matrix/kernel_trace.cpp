@@ -439,138 +439,196 @@ std::string callee_or(const trace_event *e, const char *fallback)
 
 } // namespace
 
-trace_path reconstruct_path(const std::vector<trace_event> &ev, const path_inputs &in)
+namespace {
+
+// The path of one registration, step by step: what each step read of the
+// events and the probes, and the lines it adds.
+class path_builder {
+public:
+	path_builder(const std::vector<trace_event> &ev, const path_inputs &in) : ev_(ev), in_(in)
+	{
+		p_.outcome = in.err ? "-" + errno_short(in.err) : "success";
+		p_.from_trace = !ev.empty();
+	}
+
+	trace_path from_probes();
+	trace_path from_trace()
+	{
+		read_returns();
+		request();
+		fast_path();
+		migration();
+		ending();
+		return p_;
+	}
+
+private:
+	void add(int depth, std::string text, const char *source) { p_.steps.push_back({std::move(text), source, depth}); }
+	void existing_pins_line(const char *otherwise);
+	void read_returns();
+	std::string umem_call() const;
+	void request();
+	void fast_path();
+	void count_migration(int &unmaps);
+	void migration();
+	void ending();
+
+	const std::vector<trace_event> &ev_;
+	const path_inputs &in_;
+	trace_path p_;
+	const trace_event *umem_ = nullptr, *umem_ret_ = nullptr, *pupf_ = nullptr, *pupf_ret_ = nullptr,
+			  *gl_ret_ = nullptr, *provider_ret_ = nullptr;
+};
+
+// "source P has an existing pin: ..." (from the module's pins), else
+// `otherwise` when given.
+void path_builder::existing_pins_line(const char *otherwise)
 {
-	trace_path p;
-	auto add = [&](int depth, std::string text, const char *source) {
-		p.steps.push_back({std::move(text), source, depth});
-	};
-	p.outcome = in.err ? "-" + errno_short(in.err) : "success";
-	p.from_trace = !ev.empty();
-
-	if (!p.from_trace) {
-		// The probes alone: where the page was and where it ended.
-		p.notes.push_back("no kernel trace of this registration: the path is reconstructed from the page "
-				  "probes and the errno only");
-		add(0, "long-term pin requested: " + in.api + " -> ib_umem_get -> pin_user_pages_fast(FOLL_LONGTERM) "
-		       "(what the API does; not traced)", "telemetry");
-		if (in.before)
-			add(1, placement_text(*in.before, false) + pinnable_text(*in.before) +
-				       (in.before->longterm_pinnable == true ? ", no migration needed" : ""),
-			    "module probe");
-		if (in.before && in.after && in.before->pfn != in.after->pfn) {
-			add(1, "migrate " + hex(in.before->pfn) + " -> " + hex(in.after->pfn), "module probe");
-			add(1, placement_text(*in.after, true), "module probe");
-		} else if (in.err && in.before && in.before->longterm_pinnable == false) {
-			if (!in.existing_pins.empty()) {
-				std::string pins;
-				for (const auto &s : in.existing_pins)
-					pins += (pins.empty() ? "" : "; ") + s;
-				add(2, "source P has an existing pin: " + pins, "module probe");
-			}
-			add(2, "page not moved", "module probe");
-		}
-		add(1, in.err ? p.outcome + ": errno seen by " + in.api : "success", "telemetry");
-		return p;
+	if (in_.existing_pins.empty()) {
+		if (otherwise)
+			add(2, otherwise, "module probe");
+		return;
 	}
+	std::string pins;
+	for (const auto &s : in_.existing_pins)
+		pins += (pins.empty() ? "" : "; ") + s;
+	add(2, "source P has an existing pin: " + pins, "module probe");
+}
 
-	const trace_event *umem = first(ev, "ib_umem_get");
-	const trace_event *umem_ret = last(ev, "ib_umem_get_ret");
-	const trace_event *pupf = first(ev, "pin_user_pages_fast");
-	const trace_event *pupf_ret = last(ev, "pin_user_pages_fast_ret");
-	const trace_event *gl_ret = last(ev, "gup_longterm_ret");
-	const trace_event *provider_ret = last(ev, "provider_reg_mr_ret");
-	int gup_entries = 0;
-	for (const auto &e : ev)
-		gup_entries += e.name == "gup_longterm";
-
-	p.umem_called = umem != nullptr || umem_ret != nullptr;
-	if (umem_ret)
-		p.umem_errno = return_errno(*umem_ret);
-	if (provider_ret)
-		p.provider_errno = return_errno(*provider_ret);
-	if (gl_ret)
-		p.gup_errno = return_errno(*gl_ret);
-	else if (pupf_ret)
-		p.gup_errno = return_errno(*pupf_ret);
-
-	// 1. Did ib_umem_get ask for a long-term pin?
-	std::string umem_call;
-	if (umem) {
-		umem_call = "ib_umem_get(";
-		if (auto a = hex_field(*umem, "addr"))
-			umem_call += hex(*a);
-		if (auto n = umem->number("size"))
-			umem_call += ", " + std::to_string(*n) + " bytes";
-		umem_call += ")";
+// No trace: where the page was and where it ended, from the probes.
+trace_path path_builder::from_probes()
+{
+	p_.notes.push_back("no kernel trace of this registration: the path is reconstructed from the page "
+			   "probes and the errno only");
+	add(0, "long-term pin requested: " + in_.api + " -> ib_umem_get -> pin_user_pages_fast(FOLL_LONGTERM) "
+	       "(what the API does; not traced)", "telemetry");
+	if (in_.before)
+		add(1, placement_text(*in_.before, false) + pinnable_text(*in_.before) +
+			       (in_.before->longterm_pinnable == true ? ", no migration needed" : ""),
+		    "module probe");
+	if (in_.before && in_.after && in_.before->pfn != in_.after->pfn) {
+		add(1, "migrate " + hex(in_.before->pfn) + " -> " + hex(in_.after->pfn), "module probe");
+		add(1, placement_text(*in_.after, true), "module probe");
+	} else if (in_.err && in_.before && in_.before->longterm_pinnable == false) {
+		existing_pins_line(nullptr);
+		add(2, "page not moved", "module probe");
 	}
-	if (pupf) {
-		p.gup_reached = true;
+	add(1, in_.err ? p_.outcome + ": errno seen by " + in_.api : "success", "telemetry");
+	return p_;
+}
+
+// The calls' entries and returns, and the errnos they returned.
+void path_builder::read_returns()
+{
+	umem_ = first(ev_, "ib_umem_get");
+	umem_ret_ = last(ev_, "ib_umem_get_ret");
+	pupf_ = first(ev_, "pin_user_pages_fast");
+	pupf_ret_ = last(ev_, "pin_user_pages_fast_ret");
+	gl_ret_ = last(ev_, "gup_longterm_ret");
+	provider_ret_ = last(ev_, "provider_reg_mr_ret");
+	p_.umem_called = umem_ != nullptr || umem_ret_ != nullptr;
+	if (umem_ret_)
+		p_.umem_errno = return_errno(*umem_ret_);
+	if (provider_ret_)
+		p_.provider_errno = return_errno(*provider_ret_);
+	if (gl_ret_)
+		p_.gup_errno = return_errno(*gl_ret_);
+	else if (pupf_ret_)
+		p_.gup_errno = return_errno(*pupf_ret_);
+}
+
+// "ib_umem_get(0x7f..., 4096 bytes)", or "" when its entry is not traced.
+std::string path_builder::umem_call() const
+{
+	if (!umem_)
+		return "";
+	std::string call = "ib_umem_get(";
+	if (auto a = hex_field(*umem_, "addr"))
+		call += hex(*a);
+	if (auto n = umem_->number("size"))
+		call += ", " + std::to_string(*n) + " bytes";
+	return call + ")";
+}
+
+// 1. Did ib_umem_get ask for a long-term pin?
+void path_builder::request()
+{
+	const std::string umem = umem_call();
+	const std::string umem_or_name = umem.empty() ? std::string("ib_umem_get") : umem;
+	if (pupf_) {
+		p_.gup_reached = true;
 		std::string flags_text;
-		if (auto f = hex_field(*pupf, "gup_flags")) {
+		if (auto f = hex_field(*pupf_, "gup_flags")) {
 			bool known = false;
-			const bool lt = foll_longterm_set(uint32_t(*f), in.kernel_release, known);
+			const bool lt = foll_longterm_set(uint32_t(*f), in_.kernel_release, known);
 			if (known)
-				p.longterm_flag = lt;
-			auto names = foll_flags_text(uint32_t(*f), in.kernel_release);
-			flags_text = names ? *names : "gup_flags " + hex(*f) + " (not decoded for " + in.kernel_release + ")";
+				p_.longterm_flag = lt;
+			auto names = foll_flags_text(uint32_t(*f), in_.kernel_release);
+			flags_text = names ? *names : "gup_flags " + hex(*f) + " (not decoded for " + in_.kernel_release + ")";
 		}
 		std::string call = "pin_user_pages_fast(";
-		if (auto n = pupf->number("nr_pages"))
+		if (auto n = pupf_->number("nr_pages"))
 			call += plural(*n, "page", "pages");
 		call += (flags_text.empty() ? "" : ", " + flags_text) + ")";
-		const bool requested = p.longterm_flag.value_or(true);
+		const bool requested = p_.longterm_flag.value_or(true);
 		add(0, std::string(requested ? "long-term pin requested" : "pin requested WITHOUT FOLL_LONGTERM") + ": " +
-			       (umem_call.empty() ? "" : umem_call + " -> ") + call,
+			       (umem.empty() ? "" : umem + " -> ") + call,
 		    "trace");
-	} else if (p.umem_called && !in.missing("pin_user_pages_fast")) {
-		p.gup_reached = false;
-		add(0, "no long-term pin requested: " + (umem_call.empty() ? std::string("ib_umem_get") : umem_call) +
+	} else if (p_.umem_called && !in_.missing("pin_user_pages_fast")) {
+		p_.gup_reached = false;
+		add(0, "no long-term pin requested: " + umem_or_name +
 			       " returned before calling pin_user_pages_fast (its memlock check, or a page-sized "
 			       "allocation)",
 		    "trace");
-	} else if (p.umem_called) {
-		add(0, (umem_call.empty() ? std::string("ib_umem_get") : umem_call) +
-			       ": whether it asked for a long-term pin is not traced (no pin_user_pages_fast probe)",
+	} else if (p_.umem_called) {
+		add(0, umem_or_name + ": whether it asked for a long-term pin is not traced (no pin_user_pages_fast probe)",
 		    "trace");
-	} else if (in.missing("ib_umem_get")) {
+	} else if (in_.missing("ib_umem_get")) {
 		add(0, "ib_umem_get is not traced on this kernel: the path starts later", "trace");
 	} else {
 		add(0, "ib_umem_get not entered: the registration failed before the kernel pinned anything "
 		       "(user space, or uverbs before the umem)",
 		    "trace");
 	}
-
 	// A pin without FOLL_LONGTERM checks no placement: the incident's first pin.
-	if (p.longterm_flag == false && !first(ev, "mm_migrate_pages_start") && !first(ev, "mm_migrate_pages"))
+	if (p_.longterm_flag == false && !first(ev_, "mm_migrate_pages_start") && !first(ev_, "mm_migrate_pages"))
 		add(1, "no placement check: without FOLL_LONGTERM the page is pinned where it is", "trace");
+}
 
-	// 2. Where the page was, and whether the fast path refused it.
-	if (p.gup_reached == true && in.before) {
-		std::string detail = pinnable_text(*in.before).substr(2);
-		if (gup_entries)
-			detail += "; the GUP fast path refused it (" + callee_or(first(ev, "gup_longterm"), "__gup_longterm_locked") +
-				  " entered)";
-		else if (in.before->longterm_pinnable == true)
-			detail += ": pinned on the fast path, no migration";
-		add(1, placement_text(*in.before, false) + ": " + detail, "module probe");
-	}
+// 2. Where the page was, and whether the fast path refused it.
+void path_builder::fast_path()
+{
+	if (p_.gup_reached != true || !in_.before)
+		return;
+	int gup_entries = 0;
+	for (const auto &e : ev_)
+		gup_entries += e.name == "gup_longterm";
+	std::string detail = pinnable_text(*in_.before).substr(2);
+	if (gup_entries)
+		detail += "; the GUP fast path refused it (" + callee_or(first(ev_, "gup_longterm"), "__gup_longterm_locked") +
+			  " entered)";
+	else if (in_.before->longterm_pinnable == true)
+		detail += ": pinned on the fast path, no migration";
+	add(1, placement_text(*in_.before, false) + ": " + detail, "module probe");
+}
 
-	// 3. The migration MR_LONGTERM_PIN asked for.
+// The migration events MR_LONGTERM_PIN asked for: counts, and P and Q from
+// the migration entries.
+void path_builder::count_migration(int &unmaps)
+{
 	std::vector<uint64_t> from, to;
-	int unmaps = 0;
-	for (const auto &e : ev) {
+	for (const auto &e : ev_) {
 		if (e.name == "mm_migrate_pages_start" && e.field("reason") == "longterm_pin")
-			p.migration_attempted = true;
+			p_.migration_attempted = true;
 		if (e.name == "mm_migrate_pages" && e.field("reason") == "longterm_pin") {
-			p.migration_attempted = true;
-			p.migrate_succeeded += e.number("nr_succeeded").value_or(0);
-			p.migrate_failed += e.number("nr_failed").value_or(0);
+			p_.migration_attempted = true;
+			p_.migrate_succeeded += e.number("nr_succeeded").value_or(0);
+			p_.migrate_failed += e.number("nr_failed").value_or(0);
 		}
 		if (e.name == "set_migration_pte") {
 			unmaps++;
 			if (auto pte = hex_field(e, "pte"))
-				if (auto pfn = migration_pte_pfn(*pte, in.swp_pfn_bits))
+				if (auto pfn = migration_pte_pfn(*pte, in_.swp_pfn_bits))
 					from.push_back(*pfn);
 		}
 		if (e.name == "remove_migration_pte")
@@ -578,82 +636,81 @@ trace_path reconstruct_path(const std::vector<trace_event> &ev, const path_input
 				to.push_back(present_pte_pfn(*pte));
 	}
 	if (!from.empty())
-		p.migrated_from = from.front();
+		p_.migrated_from = from.front();
 	for (uint64_t q : to)
-		if (!p.migrated_from || q != *p.migrated_from) {
-			p.migrated_to = q;
+		if (!p_.migrated_from || q != *p_.migrated_from) {
+			p_.migrated_to = q;
 			break;
 		}
-	const trace_event *mig_ret = last(ev, "migrate_pages_ret");
-	if (p.migration_attempted || mig_ret) {
-		std::string P = p.migrated_from ? hex(*p.migrated_from) : in.before ? hex(in.before->pfn) : "P";
-		std::string Q = p.migrated_to ? hex(*p.migrated_to)
-			       : (p.migrate_succeeded && in.after && (!in.before || in.after->pfn != in.before->pfn))
-				       ? hex(in.after->pfn)
-				       : "Q";
-		std::string counts = "migrate_pages(MIGRATE_SYNC, longterm_pin): " +
-				     std::to_string(p.migrate_succeeded) + " succeeded, " +
-				     std::to_string(p.migrate_failed) + " failed";
-		if (p.migrated_from && in.before && *p.migrated_from != in.before->pfn)
-			p.notes.push_back("the migration entry's PFN " + P + " differs from the probed PFN " +
-					  hex(in.before->pfn));
-		add(1, "migrate " + P + " -> " + Q + ": " + counts, "trace");
-		if (p.migrate_failed || (mig_ret && mig_ret->number("ret").value_or(0) != 0)) {
-			if (!in.existing_pins.empty()) {
-				std::string pins;
-				for (const auto &s : in.existing_pins)
-					pins += (pins.empty() ? "" : "; ") + s;
-				add(2, "source P has an existing pin: " + pins, "module probe");
-			} else {
-				add(2, "source P is held by a reference the module does not know (no pin it holds)",
-				    "module probe");
-			}
-			std::string how = unmaps ? "P was unmapped and restored " + plural(unmaps, "time", "times")
-						 : "P was never unmapped (its references did not add up)";
-			add(2, "migration fails: " + std::to_string(p.migrate_failed) + " of " +
-				       std::to_string(p.migrate_failed + p.migrate_succeeded) + " not migrated; " + how,
-			    "trace");
-		} else if (p.migrate_succeeded) {
-			if (gl_ret && !p.gup_errno)
-				add(1, "retry GUP: " + callee_or(gl_ret, "__gup_longterm_locked") + " pinned " +
-					       plural(gl_ret->number("ret").value_or(0), "page", "pages"),
-				    "trace");
-			if (in.after)
-				add(1, placement_text(*in.after, true) +
-					       (in.after->longterm_pinnable == false ? ": STILL not long-term pinnable"
-										     : pinnable_text(*in.after)),
-				    "module probe");
-		}
-	}
+}
 
-	// 4. How it ended.
-	if (!in.err) {
-		std::string detail;
-		if (umem_ret)
+// 3. The migration, and why it failed or what the retry pinned.
+void path_builder::migration()
+{
+	int unmaps = 0;
+	count_migration(unmaps);
+	const trace_event *mig_ret = last(ev_, "migrate_pages_ret");
+	if (!p_.migration_attempted && !mig_ret)
+		return;
+	const std::string P = p_.migrated_from ? hex(*p_.migrated_from) : in_.before ? hex(in_.before->pfn) : "P";
+	const std::string Q = p_.migrated_to ? hex(*p_.migrated_to)
+			      : (p_.migrate_succeeded && in_.after && (!in_.before || in_.after->pfn != in_.before->pfn))
+				      ? hex(in_.after->pfn)
+				      : "Q";
+	const std::string counts = "migrate_pages(MIGRATE_SYNC, longterm_pin): " + std::to_string(p_.migrate_succeeded) +
+				   " succeeded, " + std::to_string(p_.migrate_failed) + " failed";
+	if (p_.migrated_from && in_.before && *p_.migrated_from != in_.before->pfn)
+		p_.notes.push_back("the migration entry's PFN " + P + " differs from the probed PFN " + hex(in_.before->pfn));
+	add(1, "migrate " + P + " -> " + Q + ": " + counts, "trace");
+	if (p_.migrate_failed || (mig_ret && mig_ret->number("ret").value_or(0) != 0)) {
+		existing_pins_line("source P is held by a reference the module does not know (no pin it holds)");
+		const std::string how = unmaps ? "P was unmapped and restored " + plural(unmaps, "time", "times")
+					       : "P was never unmapped (its references did not add up)";
+		add(2, "migration fails: " + std::to_string(p_.migrate_failed) + " of " +
+			       std::to_string(p_.migrate_failed + p_.migrate_succeeded) + " not migrated; " + how,
+		    "trace");
+	} else if (p_.migrate_succeeded) {
+		if (gl_ret_ && !p_.gup_errno)
+			add(1, "retry GUP: " + callee_or(gl_ret_, "__gup_longterm_locked") + " pinned " +
+				       plural(gl_ret_->number("ret").value_or(0), "page", "pages"),
+			    "trace");
+		if (in_.after)
+			add(1, placement_text(*in_.after, true) +
+				       (in_.after->longterm_pinnable == false ? ": STILL not long-term pinnable"
+									     : pinnable_text(*in_.after)),
+			    "module probe");
+	}
+}
+
+// 4. How it ended: what returned the umem and the MR, or each error.
+void path_builder::ending()
+{
+	std::string detail;
+	if (!in_.err) {
+		if (umem_ret_)
 			detail = "ib_umem_get returned a umem";
-		if (provider_ret)
-			detail += (detail.empty() ? "" : ", ") + callee_or(provider_ret, "the driver") + " returned an MR";
+		if (provider_ret_)
+			detail += (detail.empty() ? "" : ", ") + callee_or(provider_ret_, "the driver") + " returned an MR";
 		add(1, "success" + (detail.empty() ? "" : ": " + detail), "trace");
-	} else {
-		std::string detail;
-		auto ret = [&](const trace_event *e) {
-			if (!e)
-				return;
+		return;
+	}
+	for (const trace_event *e : {last(ev_, "longterm_migrate_ret"), last(ev_, "longterm_check_ret"), gl_ret_,
+				     pupf_ret_, umem_ret_, provider_ret_})
+		if (e)
 			if (auto err = return_errno(*e))
 				detail += (detail.empty() ? "" : ", ") + callee_or(e, e->name.c_str()) + " -" +
 					  std::to_string(*err);
-		};
-		ret(last(ev, "longterm_migrate_ret"));
-		ret(last(ev, "longterm_check_ret"));
-		ret(gl_ret);
-		ret(pupf_ret);
-		ret(umem_ret);
-		ret(provider_ret);
-		if (detail.empty())
-			detail = "no traced kernel function returned an error; " + in.api + " failed with " + errno_short(in.err);
-		add(1, p.outcome + ": " + detail, "trace");
-	}
-	return p;
+	if (detail.empty())
+		detail = "no traced kernel function returned an error; " + in_.api + " failed with " + errno_short(in_.err);
+	add(1, p_.outcome + ": " + detail, "trace");
+}
+
+} // namespace
+
+trace_path reconstruct_path(const std::vector<trace_event> &ev, const path_inputs &in)
+{
+	path_builder b(ev, in);
+	return ev.empty() ? b.from_probes() : b.from_trace();
 }
 
 json to_json(const trace_path &p)
