@@ -15,6 +15,7 @@
 #include "placement.hpp"
 #include "proc_pages.hpp"
 #include "registration_telemetry.hpp"
+#include "text.hpp"
 #include "verdict.hpp"
 
 namespace pinmatrix {
@@ -29,13 +30,6 @@ std::unique_ptr<trace_session> &session_slot()
 	// destructor does nothing in a forked child).
 	static std::unique_ptr<trace_session> session;
 	return session;
-}
-
-std::string hex(uint64_t v)
-{
-	char buf[32];
-	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-	return buf;
 }
 
 std::string access_text(int access)

@@ -27,6 +27,7 @@
 #include "proc_pages.hpp"
 #include "registration_telemetry.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 #include "tracefs.hpp"
 #include "unique_fd.hpp"
 #include "verdict.hpp"
@@ -39,13 +40,6 @@ namespace {
 
 constexpr size_t max_pages_examined = size_t(1) << 18;	// 1 GiB of 4 KiB pages
 constexpr size_t pages_listed = 16;
-
-std::string hex(uint64_t v)
-{
-	char buf[32];
-	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-	return buf;
-}
 
 std::optional<uint64_t> parse_hex(std::string s)
 {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "kernel_trace.hpp"
+#include "text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -11,13 +12,6 @@ namespace pinmatrix {
 using nlohmann::json;
 
 namespace {
-
-std::string hex(uint64_t v)
-{
-	char buf[32];
-	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-	return buf;
-}
 
 std::optional<int64_t> parse_int(std::string_view s, int base)
 {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "verdict.hpp"
+#include "text.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -40,13 +41,6 @@ std::string errno_name(int err)
 }
 
 namespace {
-
-std::string hex(uint64_t v)
-{
-	char buf[32];
-	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-	return buf;
-}
 
 } // namespace
 

@@ -15,6 +15,7 @@
 
 #include "results.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 
 namespace pinmatrix::report {
 
@@ -800,13 +801,6 @@ std::string format_ns(double ns, bool ascii)
 		std::snprintf(buf, sizeof(buf), "%.0f ms", ns / 1e6);
 	else
 		std::snprintf(buf, sizeof(buf), "%.2f s", ns / 1e9);
-	return buf;
-}
-
-std::string hex(uint64_t v)
-{
-	char buf[32];
-	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
 	return buf;
 }
 

@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text.hpp"
+
 namespace pinmatrix::report {
 
 using json = nlohmann::json;
@@ -194,7 +196,6 @@ std::string echo_json(const json &j, size_t max_bytes = max_echo_bytes);
 
 // "5.28 ms", "219 µs" (ascii: "219 us"), "1.10 s".
 std::string format_ns(double ns, bool ascii = false);
-std::string hex(uint64_t v);
 // Newlines and tabs become spaces, runs of spaces one, other control
 // characters go: for one-line formats.
 std::string one_line(std::string_view s);

@@ -27,6 +27,7 @@
 #include "capability.hpp"
 #include "kernel_log.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 
 namespace pinmatrix::ualink {
 
@@ -69,13 +70,6 @@ constexpr std::string_view doc_reset =
 constexpr std::string_view doc_no_npa =
 	"Felix Kuehling's review: \"NPA addresses are never given to user mode.\"; v2 doc: \"NPA "
 	"addresses are never exposed to user space.\"";
-
-std::string hex(uint64_t v)
-{
-	char buf[24];
-	std::snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)v);
-	return buf;
-}
 
 std::string us(int64_t ns)
 {

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "text.hpp"
 #include "../command.hpp"
 #include "explain.hpp"
 #include "sys_error.hpp"
@@ -23,13 +24,6 @@ using namespace pinmatrix;
 using pinmatrix::test::run_pinmatrix;
 
 namespace {
-
-std::string hex(uint64_t v)
-{
-	char buf[32];
-	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-	return buf;
-}
 
 size_t lines_of(const std::string &s)
 {

@@ -147,11 +147,11 @@ TEST(ReportHtml, EvidenceShowsPagesErrnoAndRecovery)
 	json doc = sample_run();
 	const std::string html = format_html(doc);
 	const json &b = record(doc, "B");
-	EXPECT_NE(html.find(report::hex(b["observed"]["page"]["before"]["pfn"].get<uint64_t>())), std::string::npos);
+	EXPECT_NE(html.find(pinmatrix::hex(b["observed"]["page"]["before"]["pfn"].get<uint64_t>())), std::string::npos);
 	EXPECT_NE(html.find(b["observed"]["errno_name"].get<std::string>()), std::string::npos);
 	EXPECT_NE(html.find("recovery"), std::string::npos);
 	const json &a = record(doc, "A");
-	EXPECT_NE(html.find(report::hex(a["observed"]["page"]["after_registration"]["pfn"].get<uint64_t>())),
+	EXPECT_NE(html.find(pinmatrix::hex(a["observed"]["page"]["after_registration"]["pfn"].get<uint64_t>())),
 		  std::string::npos);
 }
 

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "text.hpp"
 #include "report_input.hpp"
 #include "reports.hpp"
 
@@ -29,13 +30,6 @@ json telemetry_run()
 bool has(const std::string &text, const std::string &s)
 {
 	return text.find(s) != std::string::npos;
-}
-
-std::string hex(uint64_t v)
-{
-	char buf[32];
-	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-	return buf;
 }
 
 const json &record(const json &doc, const std::string &id)
