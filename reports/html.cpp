@@ -725,13 +725,9 @@ void render_run(std::ostringstream &out, const json &doc)
 	    << "</pre></details>\n</section>\n";
 }
 
-} // namespace
-
-std::string format_html(const json &doc, const json *bench)
+// <head>, its title the verdict and the kernels.
+void render_head(std::ostringstream &out, const run_view &run)
 {
-	const run_view run = view_run(doc);
-	std::ostringstream out;
-
 	std::string kernels;
 	for (const auto &k : run.kernels)
 		kernels += (kernels.empty() ? "" : ", ") + k.release;
@@ -742,8 +738,11 @@ std::string format_html(const json &doc, const json *bench)
 	    << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 	    << "<title>pinmatrix " << upper_name(run.overall) << ": " << h(kernels) << "</title>\n"
 	    << "<style>" << style << "</style>\n</head>\n<body>\n";
+}
 
-	// The verdict first.
+// The banner: the verdict, the counts, the kernel and boot.
+void render_banner(std::ostringstream &out, const run_view &run, const json &doc)
+{
 	out << "<header class=\"banner " << verdict_class(run.overall) << "\">\n<div class=\"top\">"
 	    << "<span class=\"verdict\">" << upper_name(run.overall) << "</span><span class=\"what\">pinmatrix: "
 	    << run.total() << (run.total() == 1 ? " case" : " cases");
@@ -773,25 +772,16 @@ std::string format_html(const json &doc, const json *bench)
 	if (auto t = text_at(doc, "started_at"); !t.empty())
 		out << " \u00b7 " << h(t);
 	out << "</div>\n</header>\n<main>\n";
+}
 
-	// What needs attention, with the reason, before anything else.
-	out << "<section id=\"attention\">\n<h2>Failures and errors</h2>\n";
-	if (incomplete(doc))
-		out << "<div class=\"alarm\"><b>The run did not complete</b>: results.json was written before its "
-		       "last case; cases without a record are missing.</div>\n";
-	for (const auto &g : guest_endings(doc)) {
-		out << "<div class=\"alarm\"><b>" << h(g.guest == "guest" ? "Guest" : "Guest " + g.guest) << ":</b> "
-		    << h(g.ended);
-		if (!g.serial_excerpt.empty())
-			out << "<pre class=\"serial\">" << h(g.serial_excerpt) << "</pre>";
-		out << "</div>\n";
-	}
+// Cases that failed or ended in error, those that went wrong the same way
+// (a dead guest takes every case after it) as one item.
+void render_failures(std::ostringstream &out, const run_view &run)
+{
 	const auto ordered = run.worst_first();
 	if (run.fail + run.error == 0) {
 		out << "<p class=\"allgood\">No case failed or ended in error.</p>\n";
 	} else {
-		// Cases that went wrong the same way (a dead guest takes every case
-		// after it) are one item.
 		std::vector<std::vector<const case_view *>> items;
 		std::map<std::tuple<outcome, std::string_view, std::string_view, std::string_view>, size_t> index;
 		for (const auto *c : ordered) {
@@ -824,24 +814,49 @@ std::string format_html(const json &doc, const json *bench)
 		}
 		out << "</ol>\n";
 	}
-	if (run.skip) {
-		// Skips share few reasons: one line per reason.
-		const auto reasons = run.skip_reasons();
-		out << "<div class=\"skips\"><b>Skipped</b>";
-		for (const auto &[reason, ids] : reasons) {
-			// A long list of ids hides the reason: the grid shows them all.
-			constexpr size_t shown = 8;
-			out << "<br>" << ids.size() << (ids.size() == 1 ? " case (" : " cases (");
-			for (size_t i = 0; i < ids.size() && i < shown; i++)
-				out << (i ? ", " : "") << h(ids[i]);
-			if (ids.size() > shown)
-				out << " and " << ids.size() - shown << " more";
-			out << "): " << h(reason.empty() ? "(no reason recorded)" : reason);
-		}
+}
+
+// Skips share few reasons: one line per reason.
+void render_skips(std::ostringstream &out, const run_view &run)
+{
+	if (!run.skip)
+		return;
+	const auto reasons = run.skip_reasons();
+	out << "<div class=\"skips\"><b>Skipped</b>";
+	for (const auto &[reason, ids] : reasons) {
+		// A long list of ids hides the reason: the grid shows them all.
+		constexpr size_t shown = 8;
+		out << "<br>" << ids.size() << (ids.size() == 1 ? " case (" : " cases (");
+		for (size_t i = 0; i < ids.size() && i < shown; i++)
+			out << (i ? ", " : "") << h(ids[i]);
+		if (ids.size() > shown)
+			out << " and " << ids.size() - shown << " more";
+		out << "): " << h(reason.empty() ? "(no reason recorded)" : reason);
+	}
+	out << "</div>\n";
+}
+
+// What needs attention, with the reason, before anything else.
+void render_attention(std::ostringstream &out, const run_view &run, const json &doc)
+{
+	out << "<section id=\"attention\">\n<h2>Failures and errors</h2>\n";
+	if (incomplete(doc))
+		out << "<div class=\"alarm\"><b>The run did not complete</b>: results.json was written before its "
+		       "last case; cases without a record are missing.</div>\n";
+	for (const auto &g : guest_endings(doc)) {
+		out << "<div class=\"alarm\"><b>" << h(g.guest == "guest" ? "Guest" : "Guest " + g.guest) << ":</b> "
+		    << h(g.ended);
+		if (!g.serial_excerpt.empty())
+			out << "<pre class=\"serial\">" << h(g.serial_excerpt) << "</pre>";
 		out << "</div>\n";
 	}
+	render_failures(out, run);
+	render_skips(out, run);
 	out << "</section>\n";
+}
 
+void render_matrix(std::ostringstream &out, const run_view &run)
+{
 	out << "<section id=\"matrix\">\n<h2>Matrix</h2>\n";
 	if (run.cases.empty())
 		out << "<p class=\"muted\">The document has no case records.</p>\n";
@@ -851,14 +866,23 @@ std::string format_html(const json &doc, const json *bench)
 	for (auto o : {outcome::pass, outcome::fail, outcome::error, outcome::skip})
 		out << "<span><span class=\"sw " << verdict_class(o) << "\"></span>" << name(o) << "</span>";
 	out << "<span>click a cell for its evidence</span></div>\n</section>\n";
+}
 
+} // namespace
+
+std::string format_html(const json &doc, const json *bench)
+{
+	const run_view run = view_run(doc);
+	std::ostringstream out;
+	render_head(out, run);
+	render_banner(out, run, doc);
+	render_attention(out, run, doc);
+	render_matrix(out, run);
 	render_latency(out, run);
-
 	out << "<section id=\"cases\">\n<h2>Evidence per case <span class=\"muted\">(failures first)</span></h2>\n";
-	for (const auto *c : ordered)
+	for (const auto *c : run.worst_first())
 		render_case(out, run, *c);
 	out << "</section>\n";
-
 	if (bench)
 		out << report::bench_html_section(*bench);
 	render_run(out, doc);
