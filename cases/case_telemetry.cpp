@@ -314,6 +314,144 @@ void case_telemetry::after(const registration_call &call, int err, int64_t laten
 	open_.reset();
 }
 
+namespace {
+
+const char *no_trace_note(const trace_session *trace)
+{
+	return trace ? "kernel trace unavailable on this run (see kernel_trace)" : "no kernel trace session in this run";
+}
+
+// What reconstruct_path() needs of one registration: its call, its page
+// before and after, and the pins the page already had.
+path_inputs path_inputs_of(const case_telemetry::pending &p, const trace_session *trace,
+			   const std::vector<std::string> &missing)
+{
+	path_inputs in;
+	in.api = p.call.api;
+	in.err = p.err;
+	in.before = first_page(p.before);
+	in.after = first_page(p.after);
+	in.kernel_release = trace ? trace->kernel_release() : "";
+	in.swp_pfn_bits = trace ? trace->swp_pfn_bits() : 0;
+	in.missing_roles = missing;
+	for (const auto &pin : p.before.module_pins)
+		in.existing_pins.push_back("pinmatrix module " + pin.value("contract", std::string("?")) + " pin #" +
+					   std::to_string(pin.value("id", 0)));
+	if (!p.before.pages.empty()) {
+		const auto &pg = p.before.pages.front();
+		if (pg.maybe_dma_pinned)
+			in.existing_pins.push_back("page flag maybe_dma_pinned");
+		if (pg.refcount && !in.existing_pins.empty())
+			in.existing_pins.push_back("refcount " + std::to_string(*pg.refcount));
+	}
+	return in;
+}
+
+// The pages before the call, each with its PFN after.
+json pages_json(const case_telemetry::pending &p)
+{
+	json pages = json::array();
+	for (size_t i = 0; i < p.before.pages.size(); i++) {
+		const auto &b = p.before.pages[i];
+		json pg = {{"address", b.address},
+			   {"present", b.present},
+			   {"pfn", b.pfn},
+			   {"zone", b.zone},
+			   {"migratetype", b.migratetype},
+			   {"placement", b.placement},
+			   {"maybe_dma_pinned", b.maybe_dma_pinned},
+			   {"module_pins", b.module_pins}};
+		if (b.longterm_pinnable)
+			pg["longterm_pinnable"] = *b.longterm_pinnable;
+		else if (b.present)
+			pg["longterm_pinnable"] = nullptr;	// unknown
+		if (b.refcount)
+			pg["refcount"] = *b.refcount;
+		if (!b.cma_area.empty())
+			pg["cma_area"] = b.cma_area;
+		if (i < p.after.pages.size())
+			pg["pfn_after"] = p.after.pages[i].pfn;
+		pages.push_back(pg);
+	}
+	return pages;
+}
+
+// One registration's record: the call, memlock, memory, pages, and for a
+// failure its stage and class; its kernel path with its raw events.
+json registration_json(const case_telemetry::pending &p, const registration_facts &facts, const trace_path &path,
+		       const std::vector<trace_event> &evs)
+{
+	const auto &api = traits_of(p.call.api);
+	json r = {{"seq", p.seq},
+		  {"role", p.role},
+		  {"api", p.call.api},
+		  {"device", p.call.device},
+		  {"address", p.call.addr},
+		  {"length", p.call.length},
+		  {"allocation_class", p.allocation_class},
+		  {"mapping", p.mapping},
+		  {"access", p.call.access},
+		  {"access_flags", access_text(p.call.access)},
+		  {"foll_longterm_requested", api.foll_longterm},
+		  {"foll_longterm_how", api.how},
+		  {"errno", p.err},
+		  {"errno_name", errno_name(p.err)},
+		  {"latency_ns", p.latency_ns},
+		  {"memlock", memlock_json(p.before, p.after)},
+		  {"memory",
+		   {{"mem_available_kb", p.before.mem_available ? json(*p.before.mem_available / 1024) : json(nullptr)},
+		    {"min_free_kb", p.before.min_free ? json(*p.before.min_free / 1024) : json(nullptr)}}},
+		  {"pages", pages_json(p)},
+		  {"pages_total", facts.pages},
+		  {"pages_source", p.before.pages_source},
+		  {"module_pins", p.before.module_pins}};
+	if (p.err) {
+		r["failure_stage"] = failure_stage(facts, &path);
+		r["classification"] = to_json(classify_failure(facts));
+	}
+	json t = to_json(path);
+	json raw = json::array();
+	for (const auto &e : evs)
+		if (raw.size() < max_events_recorded)
+			raw.push_back(e.raw.substr(e.raw.find_first_not_of(' ')));
+	t["events"] = raw;
+	r["trace"] = t;
+	return r;
+}
+
+// The case's trace outside its registrations; a first pin through GUP (the
+// module's, io_uring's) there: did it ask for FOLL_LONGTERM, and did that
+// migrate the page?
+json trace_info_json(const std::vector<trace_event> &events, bool traced, const trace_session *trace,
+		     const std::vector<std::string> &missing)
+{
+	json info = {{"captured", traced}, {"events", events.size()}};
+	if (!traced) {
+		info["note"] = no_trace_note(trace);
+		return info;
+	}
+	json outside = json::array();
+	const auto others = events_outside_registrations(events, getpid());
+	for (const auto &e : others)
+		if (outside.size() < 50)
+			outside.push_back(e.raw.substr(e.raw.find_first_not_of(' ')));
+	info["outside_registrations"] = outside;
+	if (std::any_of(others.begin(), others.end(), [](const trace_event &e) { return e.name == "pin_user_pages_fast"; })) {
+		path_inputs in;
+		in.api = "the first pin";
+		in.kernel_release = trace->kernel_release();
+		in.swp_pfn_bits = trace->swp_pfn_bits();
+		in.missing_roles = missing;
+		for (const auto &e : others)
+			if (e.name == "pin_user_pages_fast_ret")
+				in.err = return_errno(e).value_or(0);
+		info["first_pin_path"] = to_json(reconstruct_path(others, in));
+	}
+	return info;
+}
+
+} // namespace
+
 json case_telemetry::finish()
 {
 	const bool traced = trace_ && trace_->available();
@@ -327,122 +465,15 @@ json case_telemetry::finish()
 		if (e.pid == getpid())
 			events.push_back(std::move(e));
 	const std::vector<std::string> missing = trace_ ? trace_->missing_roles() : std::vector<std::string>{};
-
 	json records = json::array();
 	for (const auto &p : done_) {
 		const auto evs = traced ? registration_events(events, p.seq) : std::vector<trace_event>{};
-		path_inputs in;
-		in.api = p.call.api;
-		in.err = p.err;
-		in.before = first_page(p.before);
-		in.after = first_page(p.after);
-		in.kernel_release = trace_ ? trace_->kernel_release() : "";
-		in.swp_pfn_bits = trace_ ? trace_->swp_pfn_bits() : 0;
-		in.missing_roles = missing;
-		for (const auto &pin : p.before.module_pins)
-			in.existing_pins.push_back("pinmatrix module " + pin.value("contract", std::string("?")) + " pin #" +
-						   std::to_string(pin.value("id", 0)));
-		if (!p.before.pages.empty()) {
-			const auto &pg = p.before.pages.front();
-			if (pg.maybe_dma_pinned)
-				in.existing_pins.push_back("page flag maybe_dma_pinned");
-			if (pg.refcount && !in.existing_pins.empty())
-				in.existing_pins.push_back("refcount " + std::to_string(*pg.refcount));
-		}
-		trace_path path = reconstruct_path(evs, in);
+		trace_path path = reconstruct_path(evs, path_inputs_of(p, trace_, missing));
 		if (!traced)
-			path.notes.push_back(trace_ ? "kernel trace unavailable on this run (see kernel_trace)"
-						    : "no kernel trace session in this run");
-		const auto facts = facts_of(p, module_ != nullptr, &path);
-
-		json pages = json::array();
-		for (size_t i = 0; i < p.before.pages.size(); i++) {
-			const auto &b = p.before.pages[i];
-			json pg = {{"address", b.address},
-				   {"present", b.present},
-				   {"pfn", b.pfn},
-				   {"zone", b.zone},
-				   {"migratetype", b.migratetype},
-				   {"placement", b.placement},
-				   {"maybe_dma_pinned", b.maybe_dma_pinned},
-				   {"module_pins", b.module_pins}};
-			if (b.longterm_pinnable)
-				pg["longterm_pinnable"] = *b.longterm_pinnable;
-			else if (b.present)
-				pg["longterm_pinnable"] = nullptr;	// unknown
-			if (b.refcount)
-				pg["refcount"] = *b.refcount;
-			if (!b.cma_area.empty())
-				pg["cma_area"] = b.cma_area;
-			if (i < p.after.pages.size())
-				pg["pfn_after"] = p.after.pages[i].pfn;
-			pages.push_back(pg);
-		}
-		const auto &api = traits_of(p.call.api);
-		json r = {{"seq", p.seq},
-			  {"role", p.role},
-			  {"api", p.call.api},
-			  {"device", p.call.device},
-			  {"address", p.call.addr},
-			  {"length", p.call.length},
-			  {"allocation_class", p.allocation_class},
-			  {"mapping", p.mapping},
-			  {"access", p.call.access},
-			  {"access_flags", access_text(p.call.access)},
-			  {"foll_longterm_requested", api.foll_longterm},
-			  {"foll_longterm_how", api.how},
-			  {"errno", p.err},
-			  {"errno_name", errno_name(p.err)},
-			  {"latency_ns", p.latency_ns},
-			  {"memlock", memlock_json(p.before, p.after)},
-			  {"memory",
-			   {{"mem_available_kb", p.before.mem_available ? json(*p.before.mem_available / 1024) : json(nullptr)},
-			    {"min_free_kb", p.before.min_free ? json(*p.before.min_free / 1024) : json(nullptr)}}},
-			  {"pages", pages},
-			  {"pages_total", facts.pages},
-			  {"pages_source", p.before.pages_source},
-			  {"module_pins", p.before.module_pins}};
-		if (p.err) {
-			r["failure_stage"] = failure_stage(facts, &path);
-			r["classification"] = to_json(classify_failure(facts));
-		}
-		json t = to_json(path);
-		json raw = json::array();
-		for (const auto &e : evs)
-			if (raw.size() < max_events_recorded)
-				raw.push_back(e.raw.substr(e.raw.find_first_not_of(' ')));
-		t["events"] = raw;
-		r["trace"] = t;
-		records.push_back(r);
+			path.notes.push_back(no_trace_note(trace_));
+		records.push_back(registration_json(p, facts_of(p, module_ != nullptr, &path), path, evs));
 	}
-
-	json trace_info = {{"captured", traced}, {"events", events.size()}};
-	if (traced) {
-		json outside = json::array();
-		const auto others = events_outside_registrations(events, getpid());
-		for (const auto &e : others)
-			if (outside.size() < 50)
-				outside.push_back(e.raw.substr(e.raw.find_first_not_of(' ')));
-		trace_info["outside_registrations"] = outside;
-		// A first pin through GUP (the module's, io_uring's): did it ask
-		// for FOLL_LONGTERM, and did that migrate the page?
-		if (std::any_of(others.begin(), others.end(),
-				[](const trace_event &e) { return e.name == "pin_user_pages_fast"; })) {
-			path_inputs in;
-			in.api = "the first pin";
-			in.kernel_release = trace_->kernel_release();
-			in.swp_pfn_bits = trace_->swp_pfn_bits();
-			in.missing_roles = missing;
-			for (const auto &e : others)
-				if (e.name == "pin_user_pages_fast_ret")
-					in.err = return_errno(e).value_or(0);
-			trace_info["first_pin_path"] = to_json(reconstruct_path(others, in));
-		}
-	} else {
-		trace_info["note"] = trace_ ? "kernel trace unavailable on this run (see kernel_trace)"
-					    : "no kernel trace session in this run";
-	}
-	return {{"registrations", records}, {"kernel_trace", trace_info}};
+	return {{"registrations", records}, {"kernel_trace", trace_info_json(events, traced, trace_, missing)}};
 }
 
 void attach_telemetry(json &record, const json &observation)

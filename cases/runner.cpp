@@ -266,6 +266,82 @@ std::string where_stuck(const json &e)
 // sends {"observation"|"skip"|"error"} on a pipe; its exit releases any pin
 // it still held. At the timeout the child's state and kernel stack are kept
 // before SIGKILL (a killable sleep in the kernel ends with it too).
+// In the child: the case's body, its observation (or why it could not
+// run) written to fd as JSON; then _exit.
+[[noreturn]] void case_child(suite &s, const planned_case &c, int fd, bool hang)
+{
+	while (hang)
+		pause();
+	json msg;
+	try {
+		msg = s.run_in_child(c);
+	} catch (const unmet_need &e) {
+		msg = {{"skip", e.what()}};
+	} catch (const std::exception &e) {
+		msg = {{"error", e.what()}};
+	}
+	const std::string text = msg.dump();
+	size_t off = 0;
+	while (off < text.size()) {
+		ssize_t n = write(fd, text.data() + off, text.size() - off);
+		if (n <= 0)
+			_exit(3);
+		off += size_t(n);
+	}
+	_exit(0);
+}
+
+// What the child wrote until it closed its end, or nullopt at the deadline.
+std::optional<std::string> read_until(int fd, std::chrono::steady_clock::time_point deadline)
+{
+	std::string msg;
+	for (;;) {
+		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+		if (left.count() <= 0)
+			return std::nullopt;
+		pollfd p{fd, POLLIN, 0};
+		int n = poll(&p, 1, int(std::min<int64_t>(left.count(), 1000)));
+		if (n < 0 && errno != EINTR)
+			throw last_sys_error("poll");
+		if (n <= 0)
+			continue;
+		char buf[65536];
+		ssize_t got = read(fd, buf, sizeof(buf));
+		if (got <= 0)
+			return msg;
+		msg.append(buf, size_t(got));
+	}
+}
+
+// The child's message judged: its SKIP, its error, or the suite's verdict.
+json judge_message(suite &s, const planned_case &c, const std::string &msg, int status)
+{
+	if (WIFSIGNALED(status))
+		return s.not_run(c, verdict::error, std::string("case process killed by signal ") + strsignal(WTERMSIG(status)));
+	json j;
+	try {
+		j = json::parse(msg);
+	} catch (const json::exception &) {
+		return s.not_run(c, verdict::error,
+				 "case process exited " + std::to_string(WEXITSTATUS(status)) + " without a result");
+	}
+	if (j.contains("skip"))
+		return s.not_run(c, verdict::skip, j["skip"]);
+	if (j.contains("error"))
+		return s.not_run(c, verdict::error, j["error"]);
+	try {
+		return s.judge(c, j.at("observation"));
+	} catch (const std::exception &e) {
+		return s.not_run(c, verdict::error, std::string("unreadable observation: ") + e.what());
+	}
+}
+
+void reap(pid_t pid, int &status)
+{
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
 json run_in_child(suite &s, const planned_case &c, int timeout_s, bool hang)
 {
 	int pipefd[2];
@@ -278,90 +354,25 @@ json run_in_child(suite &s, const planned_case &c, int timeout_s, bool hang)
 		throw last_sys_error("fork");
 	if (pid == 0) {
 		rd.reset();
-		while (hang)
-			pause();
-		json msg;
-		try {
-			msg = s.run_in_child(c);
-		} catch (const unmet_need &e) {
-			msg = {{"skip", e.what()}};
-		} catch (const std::exception &e) {
-			msg = {{"error", e.what()}};
-		}
-		const std::string text = msg.dump();
-		size_t off = 0;
-		while (off < text.size()) {
-			ssize_t n = write(wr.get(), text.data() + off, text.size() - off);
-			if (n <= 0)
-				_exit(3);
-			off += size_t(n);
-		}
-		_exit(0);
+		case_child(s, c, wr.get(), hang);
 	}
 	wr.reset();
-
-	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-	std::string msg;
-	bool timed_out = false;
-	for (;;) {
-		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-			deadline - std::chrono::steady_clock::now());
-		if (left.count() <= 0) {
-			timed_out = true;
-			break;
-		}
-		pollfd p{rd.get(), POLLIN, 0};
-		int n = poll(&p, 1, int(std::min<int64_t>(left.count(), 1000)));
-		if (n < 0 && errno != EINTR)
-			throw last_sys_error("poll");
-		if (n <= 0)
-			continue;
-		char buf[65536];
-		ssize_t got = read(rd.get(), buf, sizeof(buf));
-		if (got <= 0)
-			break;
-		msg.append(buf, size_t(got));
-	}
-	json stuck;
-	if (timed_out) {
-		stuck = stuck_task_evidence(pid);
-		kill(pid, SIGKILL);
-	}
+	const auto msg = read_until(rd.get(), std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
 	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-
-	if (timed_out) {
-		// Its pins went with it, also those of a pin stuck in the kernel.
-		stuck["vmstat_after_kill"] = vmstat_pins();
-		json r = s.not_run(c, verdict::error,
-				   "case did not finish within " + std::to_string(timeout_s) +
-					   " s (a registration that never returns?); killed; " +
-					   where_stuck(stuck));
-		r["stuck_task"] = stuck;
-		return r;
+	if (msg) {
+		reap(pid, status);
+		return judge_message(s, c, *msg, status);
 	}
-	if (WIFSIGNALED(status))
-		return s.not_run(c, verdict::error,
-				 std::string("case process killed by signal ") +
-					 strsignal(WTERMSIG(status)));
-	json j;
-	try {
-		j = json::parse(msg);
-	} catch (const json::exception &) {
-		return s.not_run(c, verdict::error,
-				 "case process exited " + std::to_string(WEXITSTATUS(status)) +
-					 " without a result");
-	}
-	if (j.contains("skip"))
-		return s.not_run(c, verdict::skip, j["skip"]);
-	if (j.contains("error"))
-		return s.not_run(c, verdict::error, j["error"]);
-	try {
-		return s.judge(c, j.at("observation"));
-	} catch (const std::exception &e) {
-		return s.not_run(c, verdict::error, std::string("unreadable observation: ") + e.what());
-	}
+	json stuck = stuck_task_evidence(pid);
+	kill(pid, SIGKILL);
+	reap(pid, status);
+	// Its pins went with it, also those of a pin stuck in the kernel.
+	stuck["vmstat_after_kill"] = vmstat_pins();
+	json r = s.not_run(c, verdict::error,
+			   "case did not finish within " + std::to_string(timeout_s) +
+				   " s (a registration that never returns?); killed; " + where_stuck(stuck));
+	r["stuck_task"] = stuck;
+	return r;
 }
 
 // A kernel bug report (KASAN, lockdep, a WARN ...) while the case ran fails

@@ -103,30 +103,26 @@ bool timestamp_token(std::string_view t)
 
 } // namespace
 
-std::optional<trace_event> parse_trace_line(std::string_view line)
+namespace {
+
+// The CPU column " [000]": where it opens and closes, or nullopt.
+std::optional<std::pair<size_t, size_t>> cpu_column(std::string_view s)
 {
-	// "       pinmatrix-139     [000] .....     6.872656: ib_umem_get: (ib_umem_get+0x0/0x3f0) addr=..."
-	// The irq/preempt flags column and the TGID column "(  139)" depend on
-	// trace options; the task name may hold spaces and dashes. Parsed by
-	// hand: std::regex costs milliseconds a line in an emulated guest.
-	const std::string_view s = trim(line);
-	if (s.empty() || s.front() == '#')
-		return std::nullopt;
-	size_t cpu_open = std::string_view::npos, cpu_close = 0;
 	for (size_t i = s.find(" ["); i != std::string_view::npos; i = s.find(" [", i + 1)) {
 		size_t j = i + 2;
 		while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])))
 			j++;
-		if (j > i + 2 && j < s.size() && s[j] == ']' && (j + 1 == s.size() || s[j + 1] == ' ')) {
-			cpu_open = i;
-			cpu_close = j;
-			break;
-		}
+		if (j > i + 2 && j < s.size() && s[j] == ']' && (j + 1 == s.size() || s[j + 1] == ' '))
+			return std::pair{i, j};
 	}
-	if (cpu_open == std::string_view::npos)
-		return std::nullopt;
-	std::string_view left = trim(s.substr(0, cpu_open));
-	if (!left.empty() && left.back() == ')') {	// the TGID column
+	return std::nullopt;
+}
+
+// "task-pid" left of the CPU column, less the TGID column "(  139)".
+std::optional<std::string_view> task_and_pid(std::string_view left)
+{
+	left = trim(left);
+	if (!left.empty() && left.back() == ')') {
 		const size_t paren = left.rfind('(');
 		if (paren == std::string_view::npos)
 			return std::nullopt;
@@ -135,8 +131,13 @@ std::optional<trace_event> parse_trace_line(std::string_view line)
 	const size_t dash = left.rfind('-');
 	if (dash == std::string_view::npos || !all_digits(left.substr(dash + 1)))
 		return std::nullopt;
+	return left;
+}
 
-	std::string_view rest = s.substr(cpu_close + 1);
+// After the CPU column: the timestamp (past the flags column, if there is
+// one); rest is left at the event's name.
+std::optional<std::string_view> timestamp_of(std::string_view &rest)
+{
 	auto next_token = [&rest]() {
 		rest = trim(rest);
 		const size_t sp = rest.find(' ');
@@ -150,39 +151,32 @@ std::optional<trace_event> parse_trace_line(std::string_view line)
 	if (!timestamp_token(ts))
 		return std::nullopt;
 	rest = trim(rest);
-	const size_t colon = rest.find(':');
-	if (colon == std::string_view::npos || colon == 0 || rest.substr(0, colon).find(' ') != std::string_view::npos)
-		return std::nullopt;
+	return ts;
+}
 
-	trace_event e;
-	e.raw = std::string(s);
-	e.task = std::string(left.substr(0, dash));
-	e.pid = std::stoi(std::string(left.substr(dash + 1)));
-	e.cpu = std::stoi(std::string(s.substr(cpu_open + 2, cpu_close - cpu_open - 2)));
-	e.timestamp = std::stod(std::string(ts.substr(0, ts.size() - 1)));
-	e.name = std::string(rest.substr(0, colon));
-	std::string_view text = rest.substr(colon + 1);
-	if (!text.empty() && text.front() == ' ')
-		text.remove_prefix(1);
-	e.text = std::string(text);
-
-	std::string_view args = e.text;
-	if (!args.empty() && args.front() == '(') {
-		// A kprobe's site; nested parentheses do not occur in it.
-		const size_t close = args.find(')');
-		if (close != std::string_view::npos) {
-			e.site = std::string(args.substr(1, close - 1));
-			args.remove_prefix(close + 1);
-			const size_t arrow = e.site.find(" <- ");
-			if (arrow != std::string::npos) {
-				e.caller = e.site.substr(0, arrow);
-				e.callee = e.site.substr(arrow + 4);
-			} else {
-				e.callee = e.site.substr(0, e.site.find('+'));
-			}
-		}
+// A kprobe's site "(caller <- callee)" or "(func+0x0/0x3f0)"; args is left
+// past it. Nested parentheses do not occur in it.
+void read_site(trace_event &e, std::string_view &args)
+{
+	if (args.empty() || args.front() != '(')
+		return;
+	const size_t close = args.find(')');
+	if (close == std::string_view::npos)
+		return;
+	e.site = std::string(args.substr(1, close - 1));
+	args.remove_prefix(close + 1);
+	const size_t arrow = e.site.find(" <- ");
+	if (arrow != std::string::npos) {
+		e.caller = e.site.substr(0, arrow);
+		e.callee = e.site.substr(arrow + 4);
+	} else {
+		e.callee = e.site.substr(0, e.site.find('+'));
 	}
-	// key=value words, by hand as well.
+}
+
+// key=value words, by hand as well.
+void read_fields(trace_event &e, std::string_view args)
+{
 	std::istringstream words{std::string(args)};
 	for (std::string w; words >> w;) {
 		const size_t eq = w.find('=');
@@ -193,6 +187,49 @@ std::optional<trace_event> parse_trace_line(std::string_view line)
 			value.pop_back();
 		e.fields[w.substr(0, eq)] = value;
 	}
+}
+
+} // namespace
+
+std::optional<trace_event> parse_trace_line(std::string_view line)
+{
+	// "       pinmatrix-139     [000] .....     6.872656: ib_umem_get: (ib_umem_get+0x0/0x3f0) addr=..."
+	// The irq/preempt flags column and the TGID column "(  139)" depend on
+	// trace options; the task name may hold spaces and dashes. Parsed by
+	// hand: std::regex costs milliseconds a line in an emulated guest.
+	const std::string_view s = trim(line);
+	if (s.empty() || s.front() == '#')
+		return std::nullopt;
+	const auto cpu = cpu_column(s);
+	if (!cpu)
+		return std::nullopt;
+	const auto [cpu_open, cpu_close] = *cpu;
+	const auto left = task_and_pid(s.substr(0, cpu_open));
+	if (!left)
+		return std::nullopt;
+	std::string_view rest = s.substr(cpu_close + 1);
+	const auto ts = timestamp_of(rest);
+	if (!ts)
+		return std::nullopt;
+	const size_t colon = rest.find(':');
+	if (colon == std::string_view::npos || colon == 0 || rest.substr(0, colon).find(' ') != std::string_view::npos)
+		return std::nullopt;
+
+	trace_event e;
+	const size_t dash = left->rfind('-');
+	e.raw = std::string(s);
+	e.task = std::string(left->substr(0, dash));
+	e.pid = std::stoi(std::string(left->substr(dash + 1)));
+	e.cpu = std::stoi(std::string(s.substr(cpu_open + 2, cpu_close - cpu_open - 2)));
+	e.timestamp = std::stod(std::string(ts->substr(0, ts->size() - 1)));
+	e.name = std::string(rest.substr(0, colon));
+	std::string_view text = rest.substr(colon + 1);
+	if (!text.empty() && text.front() == ' ')
+		text.remove_prefix(1);
+	e.text = std::string(text);
+	std::string_view args = e.text;
+	read_site(e, args);
+	read_fields(e, args);
 	return e;
 }
 

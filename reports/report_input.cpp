@@ -662,6 +662,113 @@ std::vector<extra_field> extra_fields(const case_view &c)
 	return out;
 }
 
+namespace {
+
+// Its classification and its reconstructed kernel path.
+void read_diagnosis(registration_view &v, const json &r)
+{
+	if (const json *cls = member(r, "classification")) {
+		v.classification = text_at(*cls, "class");
+		v.rule = text_at(*cls, "rule");
+		if (const json *f = member(*cls, "facts"); f && f->is_array())
+			for (const auto &x : *f)
+				v.facts.push_back(as_text(x));
+	}
+	v.failure_stage = text_at(r, "failure_stage");
+	const json *t = member(r, "trace");
+	if (!t)
+		return;
+	v.path_one_line = text_at(*t, "one_line");
+	v.from_trace = t->value("from_trace", false);
+	if (const json *steps = member(*t, "steps"); steps && steps->is_array())
+		for (const auto &st : *steps) {
+			const int depth = int(number_at(st, "depth").value_or(0));
+			v.path_lines.push_back(std::string(size_t(std::max(0, depth)) * 2, ' ') + text_at(st, "text"));
+			v.path_sources.push_back(text_at(st, "source"));
+		}
+	if (const json *n = member(*t, "notes"); n && n->is_array())
+		for (const auto &x : *n)
+			v.trace_notes.push_back(as_text(x));
+	if (const json *ev = member(*t, "events"); ev && ev->is_array())
+		for (const auto &x : *ev)
+			v.events.push_back(as_text(x));
+}
+
+std::string memlock_line(const json &m)
+{
+	return "RLIMIT_MEMLOCK " + text_at(m, "limit_bytes", "?") + " (hard " + text_at(m, "hard_limit_bytes", "?") +
+	       "), VmPin " + text_at(m, "vm_pin_kb_before", "?") + " kB before, " + text_at(m, "vm_pin_kb_after", "?") +
+	       " kB after, VmLck " + text_at(m, "vm_lck_kb", "?") + " kB, CAP_IPC_LOCK " +
+	       (m.value("cap_ipc_lock", false) ? "yes" : "no");
+}
+
+// "pfn 0x1234 -> 0x5678, zone Movable, pageblock movable, ..." for one page.
+std::string page_line(const json &pg)
+{
+	std::string one = "pfn " + pfn_text(pg.value("pfn", json(0)));
+	if (const json *after = member(pg, "pfn_after"); after && *after != pg.value("pfn", json(0)))
+		one += " -> " + pfn_text(*after);
+	one += ", zone " + text_at(pg, "zone", "?") + ", pageblock " + text_at(pg, "migratetype", "?");
+	if (const json *lp = member(pg, "longterm_pinnable"); lp && lp->is_boolean())
+		one += lp->get<bool>() ? ", long-term pinnable" : ", NOT long-term pinnable";
+	else if (lp && lp->is_null())
+		one += ", long-term pinnable unknown";
+	if (pg.value("maybe_dma_pinned", false))
+		one += ", maybe_dma_pinned";
+	if (const json *pins = member(pg, "module_pins"); pins && pins->is_array() && !pins->empty()) {
+		one += ", module holds";
+		for (const auto &p : *pins)
+			one += " " + as_text(p);
+	}
+	return one;
+}
+
+// The pages, cut after 400 characters.
+std::string pages_line(const json &pages)
+{
+	std::string t;
+	for (const auto &pg : pages) {
+		if (t.size() > 400) {
+			t += "; ...";
+			break;
+		}
+		t += (t.empty() ? "" : "; ") + page_line(pg);
+	}
+	return t;
+}
+
+// The telemetry rows people read: label, value (empty or "-" left out).
+void read_telemetry(registration_view &v, const json &r)
+{
+	auto add = [&](std::string label, std::string value) {
+		if (!value.empty() && value != "-")
+			v.telemetry.push_back({std::move(label), std::move(value)});
+	};
+	std::string range;
+	if (auto a = number_at(r, "address"))
+		range = hex(uint64_t(*a));
+	if (auto n = number_at(r, "length"))
+		range += (range.empty() ? "" : ", ") + std::to_string(uint64_t(*n)) + " bytes";
+	add("address, length", range);
+	add("allocation class", text_at(r, "allocation_class"));
+	add("mapping", text_at(r, "mapping"));
+	add("API", text_at(r, "api") + (text_at(r, "device").empty() ? "" : " on " + text_at(r, "device")));
+	add("access", text_at(r, "access_flags"));
+	if (const json *lt = member(r, "foll_longterm_requested"))
+		add("FOLL_LONGTERM requested", std::string(lt->is_boolean() && lt->get<bool>() ? "yes" : "no") +
+						       (text_at(r, "foll_longterm_how").empty() ? "" : " (" + text_at(r, "foll_longterm_how") + ")"));
+	add("errno", v.errno_name);
+	add("failure stage", v.failure_stage);
+	if (const json *m = member(r, "memlock"))
+		add("memlock", memlock_line(*m));
+	if (const json *pages = member(r, "pages"); pages && pages->is_array())
+		add("pages (" + text_at(r, "pages_source", "?") + ")", pages_line(*pages));
+	if (auto ns = number_at(r, "latency_ns"))
+		add("latency", format_ns(*ns));
+}
+
+} // namespace
+
 std::vector<registration_view> registrations_of(const case_view &c)
 {
 	std::vector<registration_view> out;
@@ -678,85 +785,8 @@ std::vector<registration_view> registrations_of(const case_view &c)
 			  text_at(r, "api", "?");
 		v.err = int(number_at(r, "errno").value_or(0));
 		v.errno_name = text_at(r, "errno_name", v.err ? "errno " + std::to_string(v.err) : "ok");
-		if (const json *cls = member(r, "classification")) {
-			v.classification = text_at(*cls, "class");
-			v.rule = text_at(*cls, "rule");
-			if (const json *f = member(*cls, "facts"); f && f->is_array())
-				for (const auto &x : *f)
-					v.facts.push_back(as_text(x));
-		}
-		v.failure_stage = text_at(r, "failure_stage");
-		if (const json *t = member(r, "trace")) {
-			v.path_one_line = text_at(*t, "one_line");
-			v.from_trace = t->value("from_trace", false);
-			if (const json *steps = member(*t, "steps"); steps && steps->is_array())
-				for (const auto &st : *steps) {
-					const int depth = int(number_at(st, "depth").value_or(0));
-					v.path_lines.push_back(std::string(size_t(std::max(0, depth)) * 2, ' ') + text_at(st, "text"));
-					v.path_sources.push_back(text_at(st, "source"));
-				}
-			if (const json *n = member(*t, "notes"); n && n->is_array())
-				for (const auto &x : *n)
-					v.trace_notes.push_back(as_text(x));
-			if (const json *ev = member(*t, "events"); ev && ev->is_array())
-				for (const auto &x : *ev)
-					v.events.push_back(as_text(x));
-		}
-		auto add = [&](std::string label, std::string value) {
-			if (!value.empty() && value != "-")
-				v.telemetry.push_back({std::move(label), std::move(value)});
-		};
-		std::string range;
-		if (auto a = number_at(r, "address"))
-			range = hex(uint64_t(*a));
-		if (auto n = number_at(r, "length"))
-			range += (range.empty() ? "" : ", ") + std::to_string(uint64_t(*n)) + " bytes";
-		add("address, length", range);
-		add("allocation class", text_at(r, "allocation_class"));
-		add("mapping", text_at(r, "mapping"));
-		add("API", text_at(r, "api") + (text_at(r, "device").empty() ? "" : " on " + text_at(r, "device")));
-		add("access", text_at(r, "access_flags"));
-		if (const json *lt = member(r, "foll_longterm_requested"))
-			add("FOLL_LONGTERM requested", std::string(lt->is_boolean() && lt->get<bool>() ? "yes" : "no") +
-							       (text_at(r, "foll_longterm_how").empty() ? "" : " (" + text_at(r, "foll_longterm_how") + ")"));
-		add("errno", v.errno_name);
-		add("failure stage", v.failure_stage);
-		if (const json *m = member(r, "memlock")) {
-			std::string t = "RLIMIT_MEMLOCK " + text_at(*m, "limit_bytes", "?") + " (hard " +
-					text_at(*m, "hard_limit_bytes", "?") + "), VmPin " + text_at(*m, "vm_pin_kb_before", "?") +
-					" kB before, " + text_at(*m, "vm_pin_kb_after", "?") + " kB after, VmLck " +
-					text_at(*m, "vm_lck_kb", "?") + " kB, CAP_IPC_LOCK " +
-					(m->value("cap_ipc_lock", false) ? "yes" : "no");
-			add("memlock", t);
-		}
-		if (const json *pages = member(r, "pages"); pages && pages->is_array()) {
-			std::string t;
-			for (const auto &pg : *pages) {
-				if (t.size() > 400) {
-					t += "; ...";
-					break;
-				}
-				std::string one = "pfn " + pfn_text(pg.value("pfn", json(0)));
-				if (const json *after = member(pg, "pfn_after"); after && *after != pg.value("pfn", json(0)))
-					one += " -> " + pfn_text(*after);
-				one += ", zone " + text_at(pg, "zone", "?") + ", pageblock " + text_at(pg, "migratetype", "?");
-				if (const json *lp = member(pg, "longterm_pinnable"); lp && lp->is_boolean())
-					one += lp->get<bool>() ? ", long-term pinnable" : ", NOT long-term pinnable";
-				else if (lp && lp->is_null())
-					one += ", long-term pinnable unknown";
-				if (pg.value("maybe_dma_pinned", false))
-					one += ", maybe_dma_pinned";
-				if (const json *pins = member(pg, "module_pins"); pins && pins->is_array() && !pins->empty()) {
-					one += ", module holds";
-					for (const auto &p : *pins)
-						one += " " + as_text(p);
-				}
-				t += (t.empty() ? "" : "; ") + one;
-			}
-			add("pages (" + text_at(r, "pages_source", "?") + ")", t);
-		}
-		if (auto ns = number_at(r, "latency_ns"))
-			add("latency", format_ns(*ns));
+		read_diagnosis(v, r);
+		read_telemetry(v, r);
 		out.push_back(std::move(v));
 	}
 	return out;

@@ -935,10 +935,10 @@ int run_single(const vm_options &opt)
 	return rc;
 }
 
-int run_matrix_file(const vm_options &opt)
+// Every group of a matrix file, each checked before the first boots.
+std::vector<group_spec> matrix_groups(const vm_options &opt)
 {
 	const auto def = load_matrix(opt.matrix);
-	// Every group is checked before the first boots.
 	std::vector<group_spec> groups;
 	for (const auto &mg : def.groups) {
 		group_spec g = base_group(opt);
@@ -956,7 +956,59 @@ int run_matrix_file(const vm_options &opt)
 		}
 		groups.push_back(g);
 	}
+	return groups;
+}
 
+// One group's results written in its dir, and its line in the merged record.
+void merge_group(const group_spec &g, group_outcome &outcome, const fs::path &out, json &merged)
+{
+	json &doc = outcome.doc;
+	label_cases(doc);
+	summarize_into(doc);
+	fs::create_directories(g.out);	// a group refused before its boot has none yet
+	write_json_atomically(g.out / "results.json", doc);
+	write_reports(g.out, doc);
+	json group = {{"kernel", doc["kernel"]},
+		      {"boot", doc["boot"]},
+		      {"dir", fs::relative(g.out, out).string()},
+		      {"verdict", doc["verdict"]},
+		      {"summary", doc["summary"]},
+		      {"wall_s", doc.contains("vm") ? doc["vm"]["wall_s"] : json(0)},
+		      {"ended", outcome.ended.empty() ? json(nullptr) : json(outcome.ended)}};
+	if (doc.contains("vm") && doc["vm"].contains("serial_excerpt"))
+		group["serial_excerpt"] = doc["vm"]["serial_excerpt"];
+	if (!outcome.kernel_alarms.empty()) {
+		group["kernel_alarms"] = outcome.kernel_alarms;
+		for (const auto &a : outcome.kernel_alarms)
+			merged["kernel_log"]["alarms"].push_back(group["dir"].get<std::string>() + ": " + a);
+	}
+	merged["groups"].push_back(group);
+	for (const auto &c : doc["cases"])
+		merged["cases"].push_back(c);
+	summarize_into(merged);
+}
+
+// Each group's table, then the matrix's line.
+void print_matrix(const json &merged, double wall_s, const fs::path &results)
+{
+	for (const auto &group : merged["groups"]) {
+		std::cout << "\n== " << group["kernel"].value("name", "") << " (" << group["kernel"].value("release", "?")
+			  << ") / " << group["boot"].value("placement", "") << ": " << group["verdict"].get<std::string>()
+			  << "\n";
+		json cases = json::array();
+		for (const auto &c : merged["cases"])
+			if (c["kernel"]["name"] == group["kernel"]["name"] &&
+			    c["boot"]["placement"] == group["boot"]["placement"])
+				cases.push_back(c);
+		std::cout << format_table(cases);
+	}
+	std::printf("pinmatrix vm: matrix %s in %.1f s; results in %s\n", merged["verdict"].get<std::string>().c_str(),
+		    wall_s, results.c_str());
+}
+
+int run_matrix_file(const vm_options &opt)
+{
+	const auto groups = matrix_groups(opt);
 	const fs::path out = fs::absolute(opt.out);
 	fs::create_directories(out);
 	fs::remove(out / "results.json");
@@ -967,54 +1019,17 @@ int run_matrix_file(const vm_options &opt)
 	const auto t0 = std::chrono::steady_clock::now();
 	for (const auto &g : groups) {
 		auto outcome = run_group(g);
-		json &doc = outcome.doc;
-		label_cases(doc);
-		summarize_into(doc);
-		fs::create_directories(g.out);	// a group refused before its boot has none yet
-		write_json_atomically(g.out / "results.json", doc);
-		write_reports(g.out, doc);
-		json group = {{"kernel", doc["kernel"]},
-			      {"boot", doc["boot"]},
-			      {"dir", fs::relative(g.out, out).string()},
-			      {"verdict", doc["verdict"]},
-			      {"summary", doc["summary"]},
-			      {"wall_s", doc.contains("vm") ? doc["vm"]["wall_s"] : json(0)},
-			      {"ended", outcome.ended.empty() ? json(nullptr) : json(outcome.ended)}};
-		if (doc.contains("vm") && doc["vm"].contains("serial_excerpt"))
-			group["serial_excerpt"] = doc["vm"]["serial_excerpt"];
-		if (!outcome.kernel_alarms.empty()) {
-			group["kernel_alarms"] = outcome.kernel_alarms;
-			for (const auto &a : outcome.kernel_alarms)
-				merged["kernel_log"]["alarms"].push_back(group["dir"].get<std::string>() + ": " + a);
-		}
-		merged["groups"].push_back(group);
-		for (const auto &c : doc["cases"])
-			merged["cases"].push_back(c);
-		summarize_into(merged);
+		merge_group(g, outcome, out, merged);
 		write_json_atomically(out / "results.json", merged);
 		std::cout << "  " << g.kernel.name << " / " << g.boot->name << ": "
-			  << doc["verdict"].get<std::string>()
+			  << outcome.doc["verdict"].get<std::string>()
 			  << (outcome.ended.empty() ? "" : " (" + outcome.ended + ")") << std::endl;
 	}
 	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 	merged["wall_s"] = wall_s;
 	write_json_atomically(out / "results.json", merged);
 	write_reports(out, merged);
-
-	for (const auto &group : merged["groups"]) {
-		std::cout << "\n== " << group["kernel"].value("name", "") << " ("
-			  << group["kernel"].value("release", "?") << ") / "
-			  << group["boot"].value("placement", "") << ": " << group["verdict"].get<std::string>()
-			  << "\n";
-		json cases = json::array();
-		for (const auto &c : merged["cases"])
-			if (c["kernel"]["name"] == group["kernel"]["name"] &&
-			    c["boot"]["placement"] == group["boot"]["placement"])
-				cases.push_back(c);
-		std::cout << format_table(cases);
-	}
-	std::printf("pinmatrix vm: matrix %s in %.1f s; results in %s\n",
-		    merged["verdict"].get<std::string>().c_str(), wall_s, (out / "results.json").c_str());
+	print_matrix(merged, wall_s, out / "results.json");
 	std::vector<std::string> alarms;
 	if (merged.contains("kernel_log"))
 		alarms = merged["kernel_log"]["alarms"].get<std::vector<std::string>>();

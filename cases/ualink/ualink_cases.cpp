@@ -965,6 +965,88 @@ void no_npa_in_output(case_context &c)
 	c.summary = "no NPA in " + std::to_string(outputs.size()) + " outputs";
 }
 
+// The stress case's tallies, shared by its threads.
+struct stress_tally {
+	std::atomic<bool> done{false};
+	std::atomic<uint64_t> ops{0}, resets{0};
+	std::mutex errors_lock;
+	std::map<std::string, uint64_t> errors;
+
+	void note(int rc)
+	{
+		if (!rc)
+			return;
+		std::lock_guard<std::mutex> g(errors_lock);
+		errors[rc_name(rc)]++;
+	}
+};
+
+// One stress thread: its own files, exporter and importer spread over the
+// pod; create, export, import, map to a handle, access, close in either
+// order (exporter first revokes under the importer).
+void stress_worker(const std::vector<accel> &accels, size_t t, size_t iterations, stress_tally &tally)
+{
+	accel ex = accels[t % accels.size()].reopen();
+	accel im = accels[(t + 1) % accels.size()].reopen();
+	std::mt19937 rng{unsigned(t)};
+	std::vector<std::byte> buf(512);
+	for (size_t i = 0; i < iterations; i++) {
+		gem_handle bo;
+		if (int rc = ex.try_create_bo(8192, vram, bo)) {
+			tally.note(rc);
+			continue;
+		}
+		handle128 h;
+		if (int rc = ex.try_export(bo.get(), h)) {
+			tally.note(rc);
+			continue;
+		}
+		unique_fd fd;
+		tally.note(im.try_import(h, fd));
+		gem_handle bh;
+		if (fd) {
+			uint32_t raw = 0;
+			if (int rc = im.try_prime_to_handle(fd.get(), raw))
+				tally.note(rc);
+			else
+				bh = gem_handle(im.fd(), raw);
+		}
+		if (bh)
+			tally.note(im.try_remote_access(bh.get(), rng() & 1, 0, buf));
+		if (rng() & 1)
+			bo.reset();
+		bh.reset();
+		fd.reset();
+		tally.ops += 4;
+	}
+}
+
+// The workers, and one thread resetting victim until they are done; the
+// seconds they took.
+double run_stress(const std::vector<accel> &accels, const accel &victim, size_t threads, size_t iterations,
+		  stress_tally &tally)
+{
+	std::vector<std::thread> pool;
+	const int64_t t0 = now_ns();
+	for (size_t t = 0; t < threads; t++)
+		pool.emplace_back(stress_worker, std::cref(accels), t, iterations, std::ref(tally));
+	std::thread resetter([&] {
+		while (!tally.done) {
+			try {
+				victim.reset_node();
+				tally.resets++;
+			} catch (...) {
+			}
+			usleep(2000);
+		}
+	});
+	for (auto &t : pool)
+		t.join();
+	tally.done = true;
+	resetter.join();
+	return double(now_ns() - t0) / 1e9;
+}
+
 void stress_no_leak(case_context &c)
 {
 	const auto &accels = c.pod.found.accels;
@@ -977,74 +1059,8 @@ void stress_no_leak(case_context &c)
 	const int alarms_before = kernel_alarms();
 	const auto threads = size_t(c.def.want("threads"));
 	const auto iterations = size_t(c.def.want("iterations"));
-	const accel &victim = accels.back();
-
-	std::atomic<bool> done{false};
-	std::atomic<uint64_t> ops{0}, resets{0};
-	std::mutex errors_lock;
-	std::map<std::string, uint64_t> errors;
-	auto note = [&](int rc) {
-		if (!rc)
-			return;
-		std::lock_guard<std::mutex> g(errors_lock);
-		errors[rc_name(rc)]++;
-	};
-	auto worker = [&](size_t t) {
-		// Each thread its own files; exporters and importers spread over the pod.
-		accel ex = accels[t % accels.size()].reopen();
-		accel im = accels[(t + 1) % accels.size()].reopen();
-		std::mt19937 rng{unsigned(t)};
-		std::vector<std::byte> buf(512);
-		for (size_t i = 0; i < iterations; i++) {
-			gem_handle bo;
-			if (int rc = ex.try_create_bo(8192, vram, bo)) {
-				note(rc);
-				continue;
-			}
-			handle128 h;
-			if (int rc = ex.try_export(bo.get(), h)) {
-				note(rc);
-				continue;
-			}
-			unique_fd fd;
-			note(im.try_import(h, fd));
-			gem_handle bh;
-			if (fd) {
-				uint32_t raw = 0;
-				if (int rc = im.try_prime_to_handle(fd.get(), raw))
-					note(rc);
-				else
-					bh = gem_handle(im.fd(), raw);
-			}
-			if (bh)
-				note(im.try_remote_access(bh.get(), rng() & 1, 0, buf));
-			// Close in either order: exporter first revokes under the importer.
-			if (rng() & 1)
-				bo.reset();
-			bh.reset();
-			fd.reset();
-			ops += 4;
-		}
-	};
-	std::vector<std::thread> pool;
-	const int64_t t0 = now_ns();
-	for (size_t t = 0; t < threads; t++)
-		pool.emplace_back(worker, t);
-	std::thread resetter([&] {
-		while (!done) {
-			try {
-				victim.reset_node();
-				resets++;
-			} catch (...) {
-			}
-			usleep(2000);
-		}
-	});
-	for (auto &t : pool)
-		t.join();
-	done = true;
-	resetter.join();
-	const int64_t t1 = now_ns();
+	stress_tally tally;
+	const double seconds = run_stress(accels, accels.back(), threads, iterations, tally);
 
 	const json end = settled_counts(a, base);
 	c.expect("every count back to where the case started", end == base, base.dump(), end.dump());
@@ -1054,11 +1070,11 @@ void stress_no_leak(case_context &c)
 			 (alarms_after > alarms_before ? " (first in log: " + first_alarm + ")" : ""));
 	c.facts["threads"] = threads;
 	c.facts["iterations"] = iterations;
-	c.facts["operations"] = ops.load();
-	c.facts["resets"] = resets.load();
-	c.facts["errors"] = errors;
-	c.facts["seconds"] = double(t1 - t0) / 1e9;
-	c.summary = std::to_string(ops.load()) + " ops, " + std::to_string(resets.load()) +
+	c.facts["operations"] = tally.ops.load();
+	c.facts["resets"] = tally.resets.load();
+	c.facts["errors"] = tally.errors;
+	c.facts["seconds"] = seconds;
+	c.summary = std::to_string(tally.ops.load()) + " ops, " + std::to_string(tally.resets.load()) +
 		    " resets, counts back";
 }
 
@@ -1067,9 +1083,12 @@ void stress_no_leak(case_context &c)
 // ---------------------------------------------------------------------------
 // The table
 
-const std::vector<case_def> &case_table()
+namespace {
+
+// The uapi, and what export and the ioctl itself promise.
+std::vector<case_def> abi_and_export_cases()
 {
-	static const std::vector<case_def> table = {
+	return {
 		{"abi-layout",
 		 "uapi (PATCH 2/3, include/uapi/drm/amdgpu_drm.h): DRM_AMDGPU_UALINK_HANDLE 0x1B, DRM_IOWR, "
 		 "union drm_amdgpu_ualink_handle {in: op, flags, union {gem_handle, import_ualink_handle[2]}; "
@@ -1117,6 +1136,13 @@ const std::vector<case_def> &case_table()
 		 "posted ioctl: \"The input and output members of the ioctl argument alias each other. Latch "
 		 "every input field before invoking the handlers, and only write the output fields afterwards.\"",
 		 "stale bytes ignored, same handle", needs_device, {{"export", 0}, {"import", 0}}, union_aliasing},
+	};
+}
+
+// What import promises: the object, who may import it, and where from.
+std::vector<case_def> import_cases()
+{
+	return {
 		{"import-dmabuf-data", doc_import, "a dma-buf; exporter's data visible, importer's stores land",
 		 needs_device | needs_remote | needs_model, {{"import", 0}, {"access", 0}}, import_dmabuf_data},
 		{"double-import-same-object", doc_reimport, "same dma-buf, same GEM handle, one object",
@@ -1144,6 +1170,13 @@ const std::vector<case_def> &case_table()
 		 "ENODEV", needs_device, {{"import", ENODEV}}, import_unknown_peer},
 		{"import-mmap-refused", doc_not_cpu, "mmap of the imported dma-buf fails", needs_device | needs_remote,
 		 {{"gem-mmap", EPERM}}, import_mmap_refused},
+	};
+}
+
+// Lifetimes: revoke on last close, pins while imported, node resets, and all of it racing.
+std::vector<case_def> lifetime_cases()
+{
+	return {
 		{"last-close-revokes", doc_handle_count,
 		 "alive until the last GEM handle; then access ENOLINK, import EINVAL, nothing leaks",
 		 needs_device | needs_remote | needs_model,
@@ -1168,6 +1201,18 @@ const std::vector<case_def> &case_table()
 		 "counts back to baseline, no kernel warning", needs_device | needs_model,
 		 {{"threads", 4}, {"iterations", 60}}, stress_no_leak},
 	};
+}
+
+} // namespace
+
+const std::vector<case_def> &case_table()
+{
+	static const std::vector<case_def> table = [] {
+		std::vector<case_def> all;
+		for (auto part : {abi_and_export_cases(), import_cases(), lifetime_cases()})
+			all.insert(all.end(), part.begin(), part.end());
+		return all;
+	}();
 	return table;
 }
 
