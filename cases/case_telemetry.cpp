@@ -16,7 +16,7 @@
 #include "proc_pages.hpp"
 #include "registration_telemetry.hpp"
 #include "text.hpp"
-#include "verdict.hpp"
+#include "sys_error.hpp"
 
 namespace pinmatrix {
 

@@ -30,7 +30,6 @@
 #include "text.hpp"
 #include "tracefs.hpp"
 #include "unique_fd.hpp"
-#include "verdict.hpp"
 
 namespace pinmatrix {
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 
+#include "byte_pattern.hpp"
 #include "first_pin.hpp"
 #include "placement.hpp"
 #include "sys_error.hpp"
@@ -26,15 +27,6 @@ page_state describe(const pinmatrix_page &page, const std::vector<cma_area> &are
 }
 
 namespace {
-
-void fill_pattern(std::byte *p, size_t n, uint64_t seed)
-{
-	std::mt19937_64 gen(seed);
-	for (size_t i = 0; i + 8 <= n; i += 8) {
-		uint64_t v = gen();
-		std::memcpy(p + i, &v, 8);
-	}
-}
 
 std::string placement_hint(placement p)
 {

@@ -6,24 +6,15 @@
 #include <random>
 #include <vector>
 
+#include "byte_pattern.hpp"
 #include "io_uring_pin.hpp"
 #include "mapping.hpp"
 #include "sys_error.hpp"
 #include "verbs.hpp"
-#include "verdict.hpp"
 
 namespace pinmatrix {
 
 namespace {
-
-void fill(std::byte *p, size_t n, uint64_t seed)
-{
-	std::mt19937_64 gen(seed);
-	for (size_t i = 0; i + 8 <= n; i += 8) {
-		uint64_t v = gen();
-		std::memcpy(p + i, &v, 8);
-	}
-}
 
 class ibv_second_pin final : public second_pinner {
 public:
@@ -45,7 +36,7 @@ public:
 		      std::string &detail) override
 	{
 		mapping source = mapping::anonymous(length, true);
-		fill(source.data(), length, seed);
+		fill_pattern(source.data(), length, seed);
 		registration src = register_memory(dev_, source.data(), length);
 		if (!src.mr) {
 			same = false;
@@ -105,7 +96,7 @@ public:
 		      std::string &detail) override
 	{
 		std::vector<std::byte> data(length);
-		fill(data.data(), length, seed);
+		fill_pattern(data.data(), length, seed);
 		int ret = buf_.read_fixed(data.data(), length, std::chrono::seconds(5));
 		if (ret) {
 			same = false;

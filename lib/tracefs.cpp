@@ -14,14 +14,13 @@
 #include <sstream>
 
 #include "kernel_info.hpp"
+#include "sys_error.hpp"
 #include "unique_fd.hpp"
 
 namespace pinmatrix {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-namespace {
 
 struct probe_spec {
 	const char *role;
@@ -30,6 +29,8 @@ struct probe_spec {
 	const char *args;			// fetch arguments ($argN: x86-64, arm64, ...)
 	const char *what;
 };
+
+namespace {
 
 // Roles as matrix/kernel_trace.hpp reads them.
 const std::vector<probe_spec> specs = {
@@ -81,12 +82,6 @@ bool write_file(const std::string &path, const std::string &text, bool append, i
 		return false;
 	}
 	return true;
-}
-
-std::string errno_text(int err)
-{
-	const char *n = strerrorname_np(err);
-	return std::string(n ? n : "errno") + " (" + strerror(err) + ")";
 }
 
 // Async-signal-safe removal for a fatal signal: everything precomputed.
@@ -214,7 +209,27 @@ void trace_session::setup()
 	const std::string kprobe_events = tracefs_ + "/kprobe_events";
 	const bool have_kprobes = ::access(kprobe_events.c_str(), W_OK) == 0;
 
-	// Leftovers of runs that were killed: their instance and their probes.
+	remove_dead_instances();
+	if (have_kprobes)
+		remove_dead_probes(kprobe_events);
+	create_instance();
+	arm_emergency_cleanup(kprobe_events);
+	if (!have_kprobes)
+		notes_.push_back("no kprobe events here (" + kprobe_events +
+				 " absent or not writable: CONFIG_KPROBE_EVENTS, or not root): only the "
+				 "migrate: tracepoints are traced");
+	for (const auto &spec : specs)
+		probes_.push_back(have_kprobes ? place_probe(spec, kprobe_events)
+					       : probe_status{spec.role, "", false, "no kprobe events"});
+	enable_events();
+	available_ = !placed_events_.empty() || !tracepoints_.empty();
+	if (!available_)
+		notes_.push_back("kernel trace unavailable: no probe and no tracepoint could be enabled");
+}
+
+// Leftovers of runs that were killed: their instance (its pid is gone).
+void trace_session::remove_dead_instances()
+{
 	std::error_code ec;
 	for (const auto &d : fs::directory_iterator(tracefs_ + "/instances", ec)) {
 		const std::string n = d.path().filename();
@@ -228,23 +243,29 @@ void trace_session::setup()
 		if (!::rmdir(d.path().c_str()))
 			cleaned_.push_back("instance " + n);
 	}
-	if (have_kprobes) {
-		std::istringstream lines(read_text_file(kprobe_events));
-		for (std::string line; std::getline(lines, line);) {
-			const size_t colon = line.find(':'), space = line.find(' ');
-			if (colon == std::string::npos || space == std::string::npos || space < colon)
-				continue;
-			const std::string event = line.substr(colon + 1, space - colon - 1);
-			if (event.rfind("pinmatrix_", 0) != 0)
-				continue;
-			const pid_t pid = std::atoi(event.c_str() + 10);
-			if (pid <= 0 || pid_alive(pid))
-				continue;
-			if (write_file(kprobe_events, "-:" + event, true, nullptr))
-				cleaned_.push_back("probe " + event);
-		}
-	}
+}
 
+// ... and their probes.
+void trace_session::remove_dead_probes(const std::string &kprobe_events)
+{
+	std::istringstream lines(read_text_file(kprobe_events));
+	for (std::string line; std::getline(lines, line);) {
+		const size_t colon = line.find(':'), space = line.find(' ');
+		if (colon == std::string::npos || space == std::string::npos || space < colon)
+			continue;
+		const std::string event = line.substr(colon + 1, space - colon - 1);
+		if (event.rfind("pinmatrix_", 0) != 0)
+			continue;
+		const pid_t pid = std::atoi(event.c_str() + 10);
+		if (pid <= 0 || pid_alive(pid))
+			continue;
+		if (write_file(kprobe_events, "-:" + event, true, nullptr))
+			cleaned_.push_back("probe " + event);
+	}
+}
+
+void trace_session::create_instance()
+{
 	instance_ = tracefs_ + "/instances/pinmatrix-" + std::to_string(owner_);
 	group_ = "pinmatrix_" + std::to_string(owner_);
 	if (::mkdir(instance_.c_str(), 0755) && errno != EEXIST) {
@@ -253,65 +274,62 @@ void trace_session::setup()
 		throw std::runtime_error("cannot create a tracefs instance: " + errno_text(err));
 	}
 	write(instance_ + "/tracing_on", "0");
+}
 
-	// Disarmed in stop(); children of fork() inherit it and do nothing.
+// Disarmed in stop(); children of fork() inherit it and do nothing.
+void trace_session::arm_emergency_cleanup(const std::string &kprobe_events) const
+{
 	emergency.owner = owner_;
 	copy(emergency.tracing_on, sizeof(emergency.tracing_on), instance_ + "/tracing_on");
 	copy(emergency.events_enable, sizeof(emergency.events_enable), instance_ + "/events/enable");
 	copy(emergency.instance, sizeof(emergency.instance), instance_);
 	copy(emergency.kprobe_events, sizeof(emergency.kprobe_events), kprobe_events);
 	emergency.n = 0;
-	if (!emergency_armed) {
-		for (int i = 0; i < 3; i++) {
-			struct sigaction now{};
-			sigaction(fatal_signals[i], nullptr, &previous[i]);
-			if (previous[i].sa_handler != SIG_DFL)
-				continue;	// someone else handles it
-			now.sa_handler = emergency_cleanup;
-			sigemptyset(&now.sa_mask);
-			sigaction(fatal_signals[i], &now, nullptr);
-		}
-		emergency_armed = true;
+	if (emergency_armed)
+		return;
+	for (int i = 0; i < 3; i++) {
+		struct sigaction now{};
+		sigaction(fatal_signals[i], nullptr, &previous[i]);
+		if (previous[i].sa_handler != SIG_DFL)
+			continue;	// someone else handles it
+		now.sa_handler = emergency_cleanup;
+		sigemptyset(&now.sa_mask);
+		sigaction(fatal_signals[i], &now, nullptr);
 	}
+	emergency_armed = true;
+}
 
-	if (!have_kprobes)
-		notes_.push_back("no kprobe events here (" + kprobe_events +
-				 " absent or not writable: CONFIG_KPROBE_EVENTS, or not root): only the "
-				 "migrate: tracepoints are traced");
-	for (const auto &spec : specs) {
-		probe_status st;
-		st.role = spec.role;
-		st.note = spec.what;
-		if (!have_kprobes) {
-			st.note = "no kprobe events";
-			probes_.push_back(st);
-			continue;
+// The first of the spec's symbols this kernel lets us probe.
+probe_status trace_session::place_probe(const probe_spec &spec, const std::string &kprobe_events)
+{
+	probe_status st{spec.role, "", false, spec.what};
+	std::string tried;
+	for (const char *sym : spec.symbols) {
+		const std::string event = group_ + "/" + spec.role;
+		const std::string head = std::string(spec.ret ? "r" : "p") + ":" + event + " " + sym;
+		int err = 0;
+		// $argN needs CONFIG_HAVE_FUNCTION_ARG_ACCESS_API: without it, the bare probe.
+		bool ok = write_file(kprobe_events, head + " " + spec.args, true, &err);
+		if (!ok && err == EINVAL)
+			ok = write_file(kprobe_events, head, true, &err);
+		if (ok) {
+			st.symbol = sym;
+			st.placed = true;
+			placed_events_.push_back(event);
+			if (emergency.n < 16)
+				copy(emergency.removals[emergency.n++], sizeof(emergency.removals[0]), "-:" + event);
+			return st;
 		}
-		std::string tried;
-		for (const char *sym : spec.symbols) {
-			const std::string event = group_ + "/" + spec.role;
-			const std::string head = std::string(spec.ret ? "r" : "p") + ":" + event + " " + sym;
-			int err = 0;
-			// $argN needs CONFIG_HAVE_FUNCTION_ARG_ACCESS_API: without it, the bare probe.
-			bool ok = write_file(kprobe_events, head + " " + spec.args, true, &err);
-			if (!ok && err == EINVAL)
-				ok = write_file(kprobe_events, head, true, &err);
-			if (ok) {
-				st.symbol = sym;
-				st.placed = true;
-				placed_events_.push_back(event);
-				if (emergency.n < 16)
-					copy(emergency.removals[emergency.n++], sizeof(emergency.removals[0]), "-:" + event);
-				break;
-			}
-			tried += (tried.empty() ? "" : ", ") + std::string(sym) + " " +
-				 (strerrorname_np(err) ? strerrorname_np(err) : "?");
-		}
-		if (!st.placed)
-			st.note = "skipped: not probe-able on this kernel (" + tried +
-				  "): inlined, renamed, or its module is not loaded";
-		probes_.push_back(st);
+		tried += (tried.empty() ? "" : ", ") + std::string(sym) + " " + errno_symbol(err);
 	}
+	st.note = "skipped: not probe-able on this kernel (" + tried +
+		  "): inlined, renamed, or its module is not loaded";
+	return st;
+}
+
+// Our probes and the migrate: tracepoints, in our instance only.
+void trace_session::enable_events()
+{
 	if (!placed_events_.empty()) {
 		int err = 0;
 		if (!write(instance_ + "/events/" + group_ + "/enable", "1", &err))
@@ -324,9 +342,6 @@ void trace_session::setup()
 		else
 			notes_.push_back(std::string("tracepoint ") + tp + " skipped: " + errno_text(err));
 	}
-	available_ = !placed_events_.empty() || !tracepoints_.empty();
-	if (!available_)
-		notes_.push_back("kernel trace unavailable: no probe and no tracepoint could be enabled");
 }
 
 trace_session::~trace_session()

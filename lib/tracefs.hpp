@@ -36,6 +36,8 @@ struct probe_status {
 	std::string note;	// why not, or what it stands for
 };
 
+struct probe_spec;	// one kprobe the session places (tracefs.cpp)
+
 class trace_session {
 public:
 	// Never throws for a kernel that cannot trace: see available().
@@ -71,6 +73,12 @@ private:
 	trace_session() = default;
 	bool write(const std::string &file, const std::string &text, int *err = nullptr) const;
 	void setup();
+	void remove_dead_instances();
+	void remove_dead_probes(const std::string &kprobe_events);
+	void create_instance();
+	void arm_emergency_cleanup(const std::string &kprobe_events) const;
+	probe_status place_probe(const probe_spec &spec, const std::string &kprobe_events);
+	void enable_events();
 
 	bool available_ = false;
 	bool stopped_ = false;

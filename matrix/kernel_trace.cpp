@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "kernel_trace.hpp"
+#include "sys_error.hpp"
 #include "text.hpp"
 
 #include <algorithm>
@@ -42,12 +43,6 @@ std::optional<uint64_t> hex_field(const trace_event &e, const std::string &key)
 	if (!n)
 		return std::nullopt;
 	return static_cast<uint64_t>(*n);
-}
-
-std::string errno_short(int err)
-{
-	const char *n = strerrorname_np(err);
-	return n ? n : "errno " + std::to_string(err);
 }
 
 std::string plural(int64_t n, const char *one, const char *many)
@@ -478,7 +473,7 @@ class path_builder {
 public:
 	path_builder(const std::vector<trace_event> &ev, const path_inputs &in) : ev_(ev), in_(in)
 	{
-		p_.outcome = in.err ? "-" + errno_short(in.err) : "success";
+		p_.outcome = in.err ? "-" + errno_symbol(in.err) : "success";
 		p_.from_trace = !ev.empty();
 	}
 
@@ -732,7 +727,7 @@ void path_builder::ending()
 				detail += (detail.empty() ? "" : ", ") + callee_or(e, e->name.c_str()) + " -" +
 					  std::to_string(*err);
 	if (detail.empty())
-		detail = "no traced kernel function returned an error; " + in_.api + " failed with " + errno_short(in_.err);
+		detail = "no traced kernel function returned an error; " + in_.api + " failed with " + errno_symbol(in_.err);
 	add(1, p_.outcome + ": " + detail, "trace");
 }
 

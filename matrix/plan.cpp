@@ -70,32 +70,4 @@ const std::vector<case_def> &pin_cases(placement restricted, const plan_options 
 	return it->second;
 }
 
-std::vector<case_def> select_cases(const std::vector<std::string> &wanted, placement restricted,
-				   const plan_options &o)
-{
-	const auto &all = pin_cases(restricted, o);
-	if (wanted.empty() || (wanted.size() == 1 && wanted[0] == "all"))
-		return all;
-	std::vector<case_def> out;
-	for (const auto &w : wanted) {
-		auto it = std::find_if(all.begin(), all.end(), [&](const case_def &c) {
-			return c.id == w || c.name == w;
-		});
-		if (it == all.end()) {
-			std::string known;
-			for (const auto &c : all)
-				known += (known.empty() ? "" : ", ") + c.id;
-			throw usage_error("unknown case '" + w + "' (known: " + known + ")");
-		}
-		if (std::none_of(out.begin(), out.end(), [&](const case_def &c) { return c.id == it->id; }))
-			out.push_back(*it);
-	}
-	// Keep the plan's order whatever order they were named in.
-	std::vector<case_def> ordered;
-	for (const auto &c : all)
-		if (std::any_of(out.begin(), out.end(), [&](const case_def &o) { return o.id == c.id; }))
-			ordered.push_back(c);
-	return ordered;
-}
-
 } // namespace pinmatrix

@@ -46,10 +46,4 @@ void check(const plan_options &o);
 const std::vector<case_def> &pin_cases(placement restricted = placement::movable,
 				       const plan_options &o = {});
 
-// Selects by id or name ("A", "movable-mlock"); "all" or empty selects all.
-// Throws usage_error naming an unknown case.
-std::vector<case_def> select_cases(const std::vector<std::string> &wanted,
-				   placement restricted = placement::movable,
-				   const plan_options &o = {});
-
 } // namespace pinmatrix

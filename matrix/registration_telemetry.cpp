@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "byte_size.hpp"
+#include "sys_error.hpp"
 
 namespace pinmatrix {
 
@@ -216,15 +217,13 @@ classification classify_failure(const registration_facts &f)
 	classification c;
 	if (f.err != ENOMEM) {
 		c.label = "not ENOMEM";
-		const char *n = strerrorname_np(f.err);
 		if (f.err == EPERM && f.memlock_known && !f.cap_ipc_lock && f.memlock_limit && *f.memlock_limit == 0) {
 			c.rule = "eperm-memlock-zero";
 			c.facts.push_back("RLIMIT_MEMLOCK is 0 and no CAP_IPC_LOCK: ib_umem_get refuses with EPERM "
 					  "(can_do_mlock), not ENOMEM");
 		} else {
 			c.rule = "other-errno";
-			c.facts.push_back(std::string(n ? n : "errno") + " (" + std::to_string(f.err) +
-					  "): this classification is about ENOMEM");
+			c.facts.push_back(errno_name(f.err) + ": this classification is about ENOMEM");
 		}
 		return c;
 	}

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "atomic_file.hpp"
 #include "sys_error.hpp"
 
 namespace pinmatrix {
@@ -160,14 +161,6 @@ void count(run_summary &s, verdict v)
 
 } // namespace
 
-run_summary summarize(const std::vector<case_result> &results)
-{
-	run_summary s;
-	for (const auto &r : results)
-		count(s, r.outcome);
-	return s;
-}
-
 run_summary summarize_json(const json &cases)
 {
 	run_summary s;
@@ -187,29 +180,7 @@ int exit_code(const run_summary &s)
 
 void write_json_atomically(const std::filesystem::path &path, const json &doc)
 {
-	auto tmp = path;
-	tmp += ".tmp." + std::to_string(getpid());
-	{
-		std::ofstream out(tmp);
-		if (!out)
-			throw last_sys_error("open " + tmp.string());
-		out << doc.dump(2) << '\n';
-		out.flush();
-		if (!out) {
-			// A full disk: the old file stays whole and the space goes back.
-			const int err = errno;
-			out.close();
-			std::error_code ignored;
-			std::filesystem::remove(tmp, ignored);
-			throw sys_error(err, "write " + path.string());
-		}
-	}
-	std::error_code ec;
-	std::filesystem::rename(tmp, path, ec);
-	if (ec) {
-		std::filesystem::remove(tmp);
-		throw sys_error(ec.value(), "rename to " + path.string());
-	}
+	write_file_atomically(path, doc.dump(2) + '\n');
 }
 
 namespace {

@@ -30,7 +30,6 @@ struct run_summary {
 	int pass = 0, fail = 0, skip = 0, error = 0;
 	verdict overall = verdict::skip;
 };
-run_summary summarize(const std::vector<case_result> &results);
 run_summary summarize_json(const nlohmann::json &cases);
 
 // 0 all pass (or pass and skip), 1 any fail or error, 4 all skipped.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "verdict.hpp"
+#include "sys_error.hpp"
 #include "text.hpp"
 
 #include <cstdio>
@@ -31,18 +32,6 @@ verdict worst(verdict a, verdict b)
 	};
 	return rank(a) >= rank(b) ? a : b;
 }
-
-std::string errno_name(int err)
-{
-	if (!err)
-		return "ok";
-	const char *n = strerrorname_np(err);
-	return std::string(n ? n : "errno") + " (" + std::to_string(err) + ")";
-}
-
-namespace {
-
-} // namespace
 
 bool observation::migrated_by_first_pin() const
 {

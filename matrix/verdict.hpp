@@ -81,6 +81,4 @@ struct case_result {
 case_result judge(const case_def &def, const observation &obs);
 case_result not_run(const case_def &def, verdict v, std::string reason);
 
-std::string errno_name(int err);
-
 } // namespace pinmatrix

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "atomic_file.hpp"
 #include "report_input.hpp"
 #include "reports.hpp"
 #include "results.hpp"
@@ -253,7 +254,7 @@ int fleet_report_command(const std::vector<fs::path> &node_dirs, const fs::path 
 	const std::string md = format_fleet_markdown(fleet);
 	write_json_atomically(out / "results.json", fleet);
 	write_reports(out, fleet);
-	report::write_text_atomically(out / "fleet.md", md);
+	write_file_atomically(out / "fleet.md", md);
 	std::cout << format_fleet_grid(fleet) << "pinmatrix report --fleet: " << fleet["verdict"].get<std::string>()
 		  << "; wrote results.json, fleet.md, report.html, junit.xml, results.ktap and summary.md in "
 		  << out.string() << "\n";

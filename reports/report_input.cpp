@@ -951,29 +951,4 @@ std::string describe(const sample_stats &s, bool ascii)
 	return out;
 }
 
-void write_text_atomically(const fs::path &path, std::string_view text)
-{
-	auto tmp = path;
-	tmp += ".tmp." + std::to_string(getpid());
-	{
-		std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-		if (!out)
-			throw last_sys_error("open " + tmp.string());
-		out.write(text.data(), std::streamsize(text.size()));
-		out.flush();
-		if (!out) {
-			std::error_code ignored;
-			fs::remove(tmp, ignored);
-			throw last_sys_error("write " + tmp.string());
-		}
-	}
-	std::error_code ec;
-	fs::rename(tmp, path, ec);
-	if (ec) {
-		std::error_code ignored;
-		fs::remove(tmp, ignored);
-		throw sys_error(ec.value(), "rename to " + path.string());
-	}
-}
-
 } // namespace pinmatrix::report

@@ -220,8 +220,4 @@ std::optional<sample_stats> stats_of(std::vector<double> samples);
 // "median 1.06 ms, range 0.98-1.20 ms, n=3"; IQR only from 4 samples on.
 std::string describe(const sample_stats &s, bool ascii = false);
 
-// Writes through a temporary file and rename(), so a reader never sees half
-// a file. Throws std::system_error.
-void write_text_atomically(const std::filesystem::path &path, std::string_view text);
-
 } // namespace pinmatrix::report

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "atomic_file.hpp"
 #include "bench_report.hpp"
 #include "compare.hpp"
 #include "report_input.hpp"
@@ -37,7 +38,7 @@ rendered_files render_reports(const fs::path &run_dir, const nlohmann::json &doc
 void write_files(const fs::path &dir, const rendered_files &files)
 {
 	for (const auto &[file, text] : files)
-		report::write_text_atomically(dir / file, text);
+		write_file_atomically(dir / file, text);
 }
 
 } // namespace

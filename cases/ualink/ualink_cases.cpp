@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "byte_pattern.hpp"
 #include "capability.hpp"
 #include "kernel_log.hpp"
 #include "sys_error.hpp"
@@ -91,19 +92,6 @@ uint64_t random_u64()
 handle128 forged_handle(uint32_t accel_id)
 {
 	return {(random_u64() & ~AMDGPU_UALINK_HANDLE_ACCID_MASK_U64) | accel_id, random_u64()};
-}
-
-std::vector<std::byte> pattern(uint64_t seed, size_t n)
-{
-	std::vector<std::byte> out(n);
-	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-	for (auto &b : out) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b = std::byte(x);
-	}
-	return out;
 }
 
 // dma-buf CPU access brackets (DMA_BUF_IOCTL_SYNC), as any dma-buf user must.
