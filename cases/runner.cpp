@@ -457,9 +457,8 @@ namespace {
 suite_options suites_for(const run_options &opt)
 {
 	suite_options so{opt.device, opt.find_budget_mib, restricted_placement(opt.placement)};
-	so.first_pin_source = opt.first_pin;
-	so.second_pin = opt.second_pin;
-	check(plan_options{opt.first_pin, opt.second_pin});
+	so.pins = opt.pins;
+	check(opt.pins);
 	if (opt.placement == "auto" && so.restricted == placement::ordinary) {
 		so.restricted = placement::movable;
 		so.restricted_present = false;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "first_pin.hpp"
 #include "placement.hpp"
 
 namespace pinmatrix {
@@ -25,10 +26,9 @@ struct run_options {
 	// Restricted placement of this boot: "auto" (detect), "movable", "cma",
 	// "ordinary" (only the ordinary cases).
 	std::string placement = "auto";
-	// Who takes the pins (matrix/plan.hpp): --first-pin module | io_uring |
+	// Who takes the pins (cases/pin/plan.hpp): --first-pin module | io_uring |
 	// cuda | hip, --second-pin ibv_reg_mr | io_uring.
-	std::string first_pin = "module";
-	std::string second_pin = "ibv_reg_mr";
+	pin_sources pins;
 	// Fault injection, to prove that faults end as ERROR verdicts:
 	// "panic-at=ID" panics the kernel as case ID starts (sysrq 'c'),
 	// "hang-at=ID" makes case ID's process never return (in user space),

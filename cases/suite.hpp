@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "first_pin.hpp"
 #include "placement.hpp"
 #include "verdict.hpp"
 
@@ -26,13 +27,11 @@ struct planned_case {
 struct suite_options {
 	std::string device;		// RDMA device; empty: the first one
 	size_t find_budget_mib = 2048;	// memory a pin case may fault in to find its page
-	// The boot's memory a long-term pin may not stay in (matrix/plan.hpp).
+	// The boot's memory a long-term pin may not stay in (cases/pin/plan.hpp).
 	placement restricted = placement::movable;
 	// False when this boot has no such memory at all: those cases SKIP.
 	bool restricted_present = true;
-	// --first-pin SOURCE, --second-pin NAME (matrix/plan.hpp).
-	std::string first_pin_source = "module";
-	std::string second_pin = "ibv_reg_mr";
+	pin_sources pins;	// --first-pin, --second-pin
 };
 
 class suite {

@@ -157,10 +157,10 @@ subcommand add_cases(CLI::App &app)
 {
 	auto opt = std::make_shared<suite_options>();
 	auto *cmd = app.add_subcommand("cases", "List the plan: every case and its expected outcome");
-	cmd->add_option("--first-pin", opt->first_pin_source, "module | io_uring | cuda | hip")->capture_default_str();
-	cmd->add_option("--second-pin", opt->second_pin, "ibv_reg_mr | io_uring")->capture_default_str();
+	cmd->add_option("--first-pin", opt->pins.first_pin, "module | io_uring | cuda | hip")->capture_default_str();
+	cmd->add_option("--second-pin", opt->pins.second_pin, "ibv_reg_mr | io_uring")->capture_default_str();
 	return {cmd, [opt] {
-			check(plan_options{opt->first_pin_source, opt->second_pin});
+			check(opt->pins);
 			print_cases(*opt);
 			return 0;
 		}};
@@ -185,11 +185,11 @@ subcommand add_run(CLI::App &app)
 		->capture_default_str();
 	cmd->add_option("--fault", run->fault,
 			"Fault injection: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | kernel-spin-at=CASE");
-	cmd->add_option("--first-pin", run->first_pin,
+	cmd->add_option("--first-pin", run->pins.first_pin,
 			"Who takes the first pins: module (its contracts), io_uring (fixed buffers), "
 			"cuda (cuMemHostRegister, cudaHostRegister, cudaHostAlloc), hip (hipHostRegister)")
 		->capture_default_str();
-	cmd->add_option("--second-pin", run->second_pin,
+	cmd->add_option("--second-pin", run->pins.second_pin,
 			"The long-term second pin: ibv_reg_mr (an RDMA device) or io_uring (no device)")
 		->capture_default_str();
 	return {cmd, [run, cases] {
@@ -212,8 +212,8 @@ void add_vm_guest_options(CLI::App *cmd, vm_options &vm, std::vector<std::string
 		      "After the cases, run pinmatrix_bench in the guest: OUT/bench.json (default timeout 3600 s)");
 	cmd->add_option("--bench-args", vm.bench_args,
 			"More pinmatrix_bench arguments, e.g. '--benchmark_filter=reg_mr --benchmark_min_time=0.1'");
-	cmd->add_option("--first-pin", vm.first_pin, "Passed to `pinmatrix run` in the guest")->capture_default_str();
-	cmd->add_option("--second-pin", vm.second_pin, "Passed to `pinmatrix run` in the guest")->capture_default_str();
+	cmd->add_option("--first-pin", vm.pins.first_pin, "Passed to `pinmatrix run` in the guest")->capture_default_str();
+	cmd->add_option("--second-pin", vm.pins.second_pin, "Passed to `pinmatrix run` in the guest")->capture_default_str();
 	cmd->add_option("--ssh-port", vm.ssh_port,
 			"Forward 127.0.0.1:PORT to sshd in the guest (QEMU user networking); the guest "
 			"waits for DIR/guest/stop after its --guest-cmd")

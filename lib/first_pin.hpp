@@ -53,6 +53,14 @@ std::optional<first_pin> parse_first_pin(std::string_view s);
 const std::vector<first_pin_traits> &all_first_pins();
 
 // --first-pin: "module" (default), "io_uring", "cuda", "hip".
+// Who takes the pins, as every command names them: --first-pin SOURCE (one
+// of first_pin_sources()) and --second-pin NAME (cases/pin/plan.hpp's
+// second_pins(); check() there refuses an unknown one).
+struct pin_sources {
+	std::string first_pin = "module";
+	std::string second_pin = "ibv_reg_mr";
+};
+
 const std::vector<std::string_view> &first_pin_sources();
 bool is_first_pin_source(std::string_view source);
 // The rows of one source, in table order ("none" belongs to every source).

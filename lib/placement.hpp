@@ -15,7 +15,7 @@
 
 namespace pinmatrix {
 
-// (The order is used as an index by matrix/plan.cpp.)
+// (The order is used as an index by cases/pin/plan.cpp.)
 enum class placement { ordinary, movable, cma };
 
 struct placement_traits {

@@ -4,7 +4,7 @@
 // A process-wide hook around every memory registration the suite makes
 // (register_memory() in verbs.cpp calls it), so that telemetry and trace
 // markers are gathered for each one without the callers knowing: the case
-// process installs an observer (cases/case_telemetry.cpp) for its lifetime.
+// process installs an observer (lib/diagnosis/case_telemetry.cpp) for its lifetime.
 
 #include <cstddef>
 #include <cstdint>

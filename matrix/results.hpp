@@ -20,12 +20,6 @@ namespace pinmatrix {
 
 inline constexpr const char *results_schema = "pinmatrix/1";
 
-nlohmann::json to_json(const page_state &p);
-page_state page_state_from_json(const nlohmann::json &j);
-nlohmann::json to_json(const observation &o);
-observation observation_from_json(const nlohmann::json &j);
-nlohmann::json to_json(const case_result &r);
-
 struct run_summary {
 	int pass = 0, fail = 0, skip = 0, error = 0;
 	verdict overall = verdict::skip;

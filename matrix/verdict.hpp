@@ -1,16 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #pragma once
 
-// What a case saw, and the verdict that follows from comparing it with the
-// rule table. Every leaf of the plan ends with exactly one verdict.
-
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <vector>
-
-#include "plan.hpp"
-#include "rules.hpp"
+// The verdict every case of every suite ends with, exactly one per case
+// (a pin case's judge: cases/pin/pin_judge.hpp).
 
 namespace pinmatrix {
 
@@ -18,67 +10,5 @@ enum class verdict { pass, fail, skip, error };
 const char *name(verdict v);
 // KernelCI order: error > fail > pass > skip.
 verdict worst(verdict a, verdict b);
-
-struct page_state {
-	uint64_t pfn = 0;
-	std::string placement;		// "ordinary" | "movable" | "cma" | "absent"
-	std::string zone;
-	std::string migratetype;
-	// folio_is_longterm_pinnable(); nullopt: unknown (CONFIG_CMA and the
-	// pageblock's migratetype unreadable on this kernel).
-	std::optional<bool> longterm_pinnable;
-	bool maybe_dma_pinned = false;
-	uint32_t refcount = 0;
-	std::string cma_area;		// debugfs CMA area holding the PFN, if any
-};
-
-struct recovery_record {
-	int errno_value = 0;		// registration once the first pin is gone
-	int64_t latency_ns = 0;
-	uint64_t pfn_after = 0;
-};
-
-struct observation {
-	page_state before;
-	std::optional<page_state> after_first_pin;
-	std::optional<page_state> after_registration;
-	int first_pin_errno = 0;
-	std::vector<uint64_t> first_pin_pfns;
-	int registration_errno = 0;
-	int64_t latency_ns = 0;
-	std::optional<bool> rdma_write_readback;	// success: device and CPU agree
-	std::string rdma_detail;
-	std::optional<bool> content_intact;		// failure: page unchanged
-	std::optional<recovery_record> recovery;
-	size_t scanned_bytes = 0;			// to find the page
-	// Who took the first pin (module, io_uring, the GPU driver's library)
-	// and, for a driver, its own error and what its version predicts.
-	std::string first_pinner;
-	std::string first_pin_detail;
-	std::optional<bool> longterm_by_version;
-	// How the success check wrote through the second pin: "rdma-write"
-	// (loopback RDMA WRITE) or "io_uring-read-fixed" (the kernel's
-	// READ_FIXED into the fixed buffer); rdma_write_readback holds the result.
-	std::string readback_method;
-
-	bool migrated_by_first_pin() const;
-	bool migrated_by_registration() const;
-	uint64_t pfn_after() const;
-	std::string summary() const;	// "moved 0x20a5a->0x30bf, ok", "ENOMEM (12), page intact"
-};
-
-struct case_result {
-	case_def def;
-	expectation expected;
-	std::optional<observation> observed;	// absent for skip/error before the case ran
-	verdict outcome = verdict::error;
-	std::string reason;			// for anything but pass
-	int64_t duration_ns = 0;
-};
-
-// Compares an observation with its expectation: pass, or fail with every
-// mismatch named in the reason.
-case_result judge(const case_def &def, const observation &obs);
-case_result not_run(const case_def &def, verdict v, std::string reason);
 
 } // namespace pinmatrix

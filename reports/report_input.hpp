@@ -154,7 +154,7 @@ struct extra_field {
 std::vector<extra_field> extra_fields(const case_view &c);
 
 // A registration's telemetry and kernel path (observed.registrations[],
-// cases/case_telemetry.hpp), as the reports show them.
+// lib/diagnosis/case_telemetry.hpp), as the reports show them.
 struct registration_view {
 	const json *record = nullptr;
 	std::string title;		// "#1 the case's registration: ibv_reg_mr"

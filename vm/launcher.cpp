@@ -312,8 +312,7 @@ struct group_spec {
 	int case_timeout_s = 60;
 	fs::path cache;
 	fs::path out;
-	std::string first_pin = "module";
-	std::string second_pin = "ibv_reg_mr";
+	pin_sources pins;
 	unsigned ssh_port = 0;
 	fs::path ssh_key;
 	bool bench = false;	// pinmatrix_bench after the cases (benchmarks/)
@@ -350,81 +349,54 @@ int with_kernel_alarms(int rc, const std::vector<std::string> &alarms)
 	return rc == 0 || rc == 4 ? 1 : rc;
 }
 
-std::string guest_job(const group_spec &g, const fs::path &modules)
+// `pinmatrix run ...` as the guest runs it.
+std::vector<std::string> guest_run_argv(const group_spec &g, const fs::path &ko)
 {
-	std::ostringstream job;
-	job << "# Written by pinmatrix vm; run by vm/guest/stage2 inside the guest.\n"
-	    // Soft-RoCE on a dummy netdev: loopback traffic never leaves rxe0.
-	    << "if modprobe rdma_rxe && modprobe dummy numdummies=0 &&\n"
-	    << "   ip link add pm0 type dummy && ip link set pm0 up &&\n"
-	    << "   rdma link add rxe0 type rxe netdev pm0; then\n"
-	    << "  echo 'pinmatrix-job: rxe0 on pm0 ready'\n"
-	    << "else\n"
-	    << "  echo 'pinmatrix-job: could not create rxe0: cases needing it will SKIP'\n"
-	    << "fi\n";
-	const fs::path ko = modules / "pinmatrix" / "pinmatrix.ko";
-	if (g.ssh_port) {
-		// sshd on the host root's openssh-server; its keys and config on
-		// the guest's tmpfs (sshd refuses group-readable host keys), the
-		// host key's public half in the results dir for known_hosts.
-		job << "export PINMATRIX_MODULE=" << shell_quote(ko.string()) << "\n"
-		    << "export PINMATRIX_MODULES=" << shell_quote(modules.string()) << "\n"
-		    << "sshdir=/run/pinmatrix-sshd\n"
-		    << "modprobe virtio_net\n"
-		    << "nic=$(ls /sys/class/net | grep -v -e '^lo$' -e '^pm0$' | head -n 1)\n"
-		    << "ip link set \"$nic\" up && ip addr add 10.0.2.15/24 dev \"$nic\"\n"
-		    << "mkdir -p /run/sshd \"$sshdir\" /run/pinmatrix/ssh /run/tmp && chmod 0755 /run/sshd\n"
-		    << "ssh-keygen -q -t ed25519 -N '' -f \"$sshdir/ssh_host_ed25519_key\"\n"
-		    << "cp \"$sshdir/ssh_host_ed25519_key.pub\" /run/pinmatrix/ssh/\n"
-		    << "cp " << shell_quote(g.ssh_key.string()) << " \"$sshdir/authorized_keys\"\n"
-		    << "chmod 0600 \"$sshdir/authorized_keys\"\n"
-		    << "cat > \"$sshdir/sshd_config\" <<EOF\n"
-		    << "Port 22\nHostKey $sshdir/ssh_host_ed25519_key\nAuthorizedKeysFile $sshdir/authorized_keys\n"
-		    << "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-		    << "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile /run/sshd.pid\n"
-		    << "SetEnv TMPDIR=/run/tmp\nSubsystem sftp /usr/lib/openssh/sftp-server\nEOF\n"
-		    << "if /usr/sbin/sshd -f \"$sshdir/sshd_config\" -E /run/pinmatrix/ssh/sshd.log; then\n"
-		    << "  echo 'pinmatrix-job: sshd listening (host 127.0.0.1:" << g.ssh_port << ")'\n"
-		    << "else\n  echo 'pinmatrix-job: ERROR: sshd did not start'\nfi\n";
-		job << "rc=0\n";
-		if (!g.guest_cmd.empty())
-			job << g.guest_cmd << "\nrc=$?\n";
-		job << "echo 'pinmatrix-job: waiting for the host to create stop'\n"
-		    << "while [ ! -e /run/pinmatrix/stop ]; do sleep 1; done\n"
-		    << "kill \"$(cat /run/sshd.pid)\" 2>/dev/null\n"
-		    << "exit $rc\n";
-		return job.str();
-	}
-	if (!g.guest_cmd.empty()) {
-		job << "export PINMATRIX_MODULE=" << shell_quote(ko.string()) << "\n"
-		    << "export PINMATRIX_MODULES=" << shell_quote(modules.string()) << "\n"
-		    << g.guest_cmd << "\n";
-		return job.str();
-	}
-	// The UALink reference model (ualink_sim, a test double for amdgpu): its
-	// DRM helpers from the guest kernel, then the module built with the others.
-	job << "if modprobe drm_shmem_helper &&\n"
-	    << "   insmod " << shell_quote((modules / "ualink_sim" / "ualink_sim.ko").string()) << "; then\n"
-	    << "  echo 'pinmatrix-job: ualink_sim loaded'\n"
-	    << "else\n"
-	    << "  echo 'pinmatrix-job: could not load ualink_sim: UALink cases will SKIP'\n"
-	    << "fi\n";
-	job << "echo \"runner-start $(cut -d' ' -f1 /proc/uptime)\" >> /run/pinmatrix/timeline\n";
-	job << (g.bench ? "" : "exec ") << shell_quote(self_exe()) << " run --out /run/pinmatrix --device rxe0 --module "
-	    << shell_quote(ko.string()) << " --placement " << name(g.boot->restricted)
-	    << " --first-pin " << shell_quote(g.first_pin) << " --second-pin " << shell_quote(g.second_pin);
+	std::vector<std::string> argv = {std::string(self_exe()), "run", "--out", "/run/pinmatrix", "--device", "rxe0",
+					 "--module", ko.string(), "--placement", std::string(name(g.boot->restricted)),
+					 "--first-pin", g.pins.first_pin, "--second-pin", g.pins.second_pin};
 	if (!g.cases.empty()) {
 		std::string list;
 		for (const auto &c : g.cases)
 			list += (list.empty() ? "" : ",") + c;
-		job << " --cases " << shell_quote(list);
+		argv.insert(argv.end(), {"--cases", list});
 	}
 	if (!g.fault.empty())
-		job << " --fault " << shell_quote(g.fault);
-	job << " --case-timeout " << g.case_timeout_s << "\n";
-	if (g.bench)
-		job << bench::guest_job_lines(bench::bench_binary(), g.bench_args, ko);
-	return job.str();
+		argv.insert(argv.end(), {"--fault", g.fault});
+	argv.insert(argv.end(), {"--case-timeout", std::to_string(g.case_timeout_s)});
+	return argv;
+}
+
+std::string shell_array(const std::vector<std::string> &argv)
+{
+	std::string out = "(";
+	for (const auto &a : argv)
+		out += (out.size() > 1 ? " " : "") + shell_quote(a);
+	return out + ")";
+}
+
+// What vm/guest/job.sh runs, as the shell assignments it sources: the
+// matrix (`pinmatrix run`, then the benchmarks with --bench), a command
+// (--guest-cmd), or a managed node's sshd (--ssh-port).
+std::string guest_job_env(const group_spec &g, const fs::path &modules)
+{
+	const fs::path ko = modules / "pinmatrix" / "pinmatrix.ko";
+	const char *mode = g.ssh_port ? "ssh" : !g.guest_cmd.empty() ? "command" : "matrix";
+	std::ostringstream env;
+	env << "# Written by pinmatrix vm: what vm/guest/job.sh runs in the guest.\n"
+	    << "job_mode=" << mode << "\n"
+	    << "modules=" << shell_quote(modules.string()) << "\n"
+	    << "module_ko=" << shell_quote(ko.string()) << "\n"
+	    << "ualink_sim_ko=" << shell_quote((modules / "ualink_sim" / "ualink_sim.ko").string()) << "\n"
+	    << "guest_cmd=" << shell_quote(g.guest_cmd) << "\n"
+	    << "ssh_key=" << shell_quote(g.ssh_key.string()) << "\n"
+	    << "ssh_port=" << g.ssh_port << "\n"
+	    << "run_argv=" << shell_array(guest_run_argv(g, ko)) << "\n"
+	    << "bench_argv="
+	    << shell_array(g.bench ? bench::guest_argv(bench::bench_binary(), g.bench_args, ko)
+				   : std::vector<std::string>{})
+	    << "\n";
+	return env.str();
 }
 
 // Where a boot's seconds went, from the guest's uptime marks (stage2 and the
@@ -483,8 +455,7 @@ suite_options group_suite_options(const group_spec &g)
 {
 	suite_options o;
 	o.restricted = g.boot->restricted;
-	o.first_pin_source = g.first_pin;
-	o.second_pin = g.second_pin;
+	o.pins = g.pins;
 	return o;
 }
 
@@ -593,10 +564,10 @@ std::optional<std::string> prepare_guest(const group_spec &g, json &doc, prepare
 void write_guest_job(const fs::path &guest_dir, const group_spec &g, const fs::path &modules)
 {
 	fs::create_directories(guest_dir);
-	std::ofstream job(guest_dir / "job.sh");
-	job << guest_job(g, modules);
+	std::ofstream job(guest_dir / "job.env");
+	job << guest_job_env(g, modules);
 	if (!job)
-		throw last_sys_error("write job.sh");
+		throw last_sys_error("write job.env");
 }
 
 std::vector<std::string> qemu_argv(const group_spec &g, const prepared_guest &p, const std::string &cmdline,
@@ -858,8 +829,7 @@ group_spec base_group(const vm_options &opt)
 	g.memory_mib = opt.memory_mib;
 	g.cpus = opt.cpus;
 	g.cache = opt.cache;
-	g.first_pin = opt.first_pin;
-	g.second_pin = opt.second_pin;
+	g.pins = opt.pins;
 	g.ssh_port = opt.ssh_port;
 	g.ssh_key = opt.ssh_key.empty() ? fs::path() : fs::absolute(opt.ssh_key);
 	g.bench = opt.bench;
@@ -1051,7 +1021,7 @@ int run_vm(const vm_options &opt)
 		throw usage_error("--guest-cmd excludes --cases, --fault and --matrix");
 	if (opt.append.find_first_of("\"'\n") != std::string::npos)
 		throw usage_error("--append must not contain quotes or newlines");
-	check(plan_options{opt.first_pin, opt.second_pin});
+	check(opt.pins);
 	if (opt.ssh_port && (opt.ssh_key.empty() || !opt.matrix.empty() || !opt.cases.empty() || !opt.fault.empty()))
 		throw usage_error("--ssh-port needs --ssh-key and excludes --matrix, --cases and --fault");
 	// An option whose partner is missing would be ignored in silence.

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "first_pin.hpp"
+
 namespace pinmatrix {
 
 struct vm_options {
@@ -30,8 +32,7 @@ struct vm_options {
 	std::string guest_cmd;
 	std::string fault;	// passed to `pinmatrix run --fault` in the guest
 	int case_timeout_s = 60;
-	std::string first_pin = "module";	// passed to `pinmatrix run` in the guest
-	std::string second_pin = "ibv_reg_mr";
+	pin_sources pins;	// passed to `pinmatrix run` in the guest
 	// A managed node for tests (Ansible over SSH): QEMU user networking
 	// (restrict=on) forwards 127.0.0.1:ssh_port to the guest's sshd, which
 	// accepts ssh_key for root. The guest runs guest_cmd (if any), then

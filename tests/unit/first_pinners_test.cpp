@@ -12,10 +12,11 @@
 #include "fleet.hpp"
 #include "gpu_pin.hpp"
 #include "plan.hpp"
+#include "pin_record.hpp"
 #include "results.hpp"
 #include "rules.hpp"
 #include "sys_error.hpp"
-#include "verdict.hpp"
+#include "pin_judge.hpp"
 
 using namespace pinmatrix;
 namespace fs = std::filesystem;
@@ -78,9 +79,9 @@ TEST(FirstPinners, GpuDriverPinIsBAndD)
 
 TEST(FirstPinners, UnknownSourceOrSecondPinIsAUsageError)
 {
-	EXPECT_THROW(check(plan_options{"nvidia", "ibv_reg_mr"}), usage_error);
-	EXPECT_THROW(check(plan_options{"module", "mlx5"}), usage_error);
-	EXPECT_NO_THROW(check(plan_options{"hip", "io_uring"}));
+	EXPECT_THROW(check(pin_sources{"nvidia", "ibv_reg_mr"}), usage_error);
+	EXPECT_THROW(check(pin_sources{"module", "mlx5"}), usage_error);
+	EXPECT_NO_THROW(check(pin_sources{"hip", "io_uring"}));
 }
 
 TEST(FirstPinners, ObservedContractDecidesTheExpectation)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// The version table (matrix/kernel_rules.cpp): which rows a case on a given
+// The version table (cases/pin/kernel_rules.cpp): which rows a case on a given
 // kernel is judged under, and how a kernel's upstream version is read.
 
 #include <algorithm>

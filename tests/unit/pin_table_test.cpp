@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// The literal pin table (matrix/pin_table.cpp) against its checker, the rule
+// The literal pin table (cases/pin/pin_table.cpp) against its checker, the rule
 // (matrix/rules.cpp), and against the rows each source must have.
 #include <map>
 #include <set>

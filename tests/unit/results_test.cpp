@@ -10,6 +10,7 @@
 #include "mapping.hpp"
 #include "placement.hpp"
 #include "proc_pages.hpp"
+#include "pin_record.hpp"
 #include "results.hpp"
 #include "sys_error.hpp"
 

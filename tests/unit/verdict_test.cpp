@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "plan.hpp"
-#include "verdict.hpp"
+#include "pin_judge.hpp"
 
 using namespace pinmatrix;
 

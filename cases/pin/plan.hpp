@@ -28,15 +28,11 @@ struct case_def {
 const std::vector<std::string_view> &second_pins();
 
 // Which pinners take the pins (--first-pin SOURCE, --second-pin NAME). The
-// cases of each source are its rows of matrix/pin_table.cpp: A-D keep the
+// cases of each source are its rows of cases/pin/pin_table.cpp: A-D keep the
 // seed's definitions (section 16.5), each slot filled by the source's pin
 // when its contract can fill it, else by the module's.
-struct plan_options {
-	std::string first_pin_source = "module";
-	std::string second_pin = "ibv_reg_mr";
-};
 // Throws usage_error for an unknown source or second pin.
-void check(const plan_options &o);
+void check(const pin_sources &o);
 
 // All cases of one boot, in the order they run. `restricted` is the memory a
 // long-term pin may not stay in that this boot has (ZONE_MOVABLE or CMA):
@@ -44,6 +40,6 @@ void check(const plan_options &o);
 // Restricted cases run first: filling memory to reach ordinary pages must
 // not starve them. With restricted == ordinary only the ordinary cases run.
 const std::vector<case_def> &pin_cases(placement restricted = placement::movable,
-				       const plan_options &o = {});
+				       const pin_sources &o = {});
 
 } // namespace pinmatrix

@@ -11,8 +11,8 @@
 //     pageblock(Q) != MIGRATE_CMA                migration fails
 //     success                                  -ENOMEM
 //
-// No system calls here: lib/tracefs.cpp captures, this file reads. The
-// events are those lib/tracefs.cpp sets up, under role names that do not
+// No system calls here: lib/diagnosis/tracefs.cpp captures, this file reads. The
+// events are those lib/diagnosis/tracefs.cpp sets up, under role names that do not
 // depend on the kernel version (the probed symbol is in each event's site):
 //   ib_umem_get, ib_umem_get_ret           ib_umem_get(dev, addr, size, access)
 //   pin_user_pages_fast, ..._ret           the long-term GUP entry ib_umem_get calls

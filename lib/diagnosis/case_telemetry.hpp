@@ -6,7 +6,7 @@
 // first suite that asks, in its preflight); each case process installs a
 // case_telemetry for its lifetime: every registration it makes (through
 // register_memory()) is bracketed by trace markers and recorded with the
-// facts of matrix/registration_telemetry.hpp, and finish() turns them into
+// facts of lib/diagnosis/registration_telemetry.hpp, and finish() turns them into
 // records, each with its reconstructed kernel path and, on failure, the
 // classification of its errno.
 //

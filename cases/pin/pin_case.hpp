@@ -13,13 +13,13 @@
 #include "placement.hpp"
 #include "plan.hpp"
 #include "second_pin.hpp"
-#include "verdict.hpp"
+#include "pin_judge.hpp"
 
 namespace pinmatrix {
 
 // Throws unmet_need when no page in the placement was found within
 // find_budget_bytes (the kernel has no such memory: a SKIP).
-// The second pin is `second` (ibv_reg_mr or io_uring, cases/second_pin.hpp).
+// The second pin is `second` (ibv_reg_mr or io_uring, cases/pin/second_pin.hpp).
 observation run_pin_case(const case_def &c, const pin_module &module, second_pinner &second,
 			 size_t find_budget_bytes);
 

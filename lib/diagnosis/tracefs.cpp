@@ -32,7 +32,7 @@ struct probe_spec {
 
 namespace {
 
-// Roles as matrix/kernel_trace.hpp reads them.
+// Roles as lib/diagnosis/kernel_trace.hpp reads them.
 const std::vector<probe_spec> specs = {
 	{"ib_umem_get", false, {"ib_umem_get"}, "addr=$arg2:x64 size=$arg3:u64 access=$arg4:x32",
 	 "RDMA core pins the range of a user MR"},

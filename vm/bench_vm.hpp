@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,12 +19,11 @@ namespace pinmatrix::bench {
 // it is not there (build target pinmatrix_bench).
 std::filesystem::path bench_binary();
 
-// Lines for the guest's job.sh, after the cases' `pinmatrix run` (not
-// exec'ed then): keeps that exit status as the job's, runs the benchmarks
-// with the test module and rxe0, writes /run/pinmatrix/bench.json and
-// bench_exit. args: more arguments for pinmatrix_bench, split on blanks.
-std::string guest_job_lines(const std::filesystem::path &bench, const std::string &args,
-			    const std::filesystem::path &module_ko);
+// pinmatrix_bench as the guest runs it after the cases (vm/guest/job.sh),
+// with the test module and rxe0, writing /run/pinmatrix/bench.json. args:
+// more arguments for pinmatrix_bench, split on blanks.
+std::vector<std::string> guest_argv(const std::filesystem::path &bench, const std::string &args,
+				    const std::filesystem::path &module_ko);
 
 // Copies guest/bench.json to out/bench.json (or removes a stale one) and
 // records it in doc: "benchmarks": "bench.json", "bench": {exit, ...}.

@@ -2,7 +2,7 @@
 // A first pinner that allocates the page it pins (cudaHostAlloc): the page
 // is wherever the driver put it; the rule table's expectation then follows
 // from that observed placement and the driver's observed contract
-// (matrix/verdict.cpp). The driver frees what it allocated together with its
+// (cases/pin/pin_judge.cpp). The driver frees what it allocated together with its
 // pin, so a failed second pin has no recovery step.
 
 #include <cstring>

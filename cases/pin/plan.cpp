@@ -12,11 +12,11 @@ namespace pinmatrix {
 namespace {
 
 // One source's rows of the table, the restricted placement filled in.
-std::vector<case_def> build(placement restricted, const plan_options &o)
+std::vector<case_def> build(placement restricted, const pin_sources &o)
 {
 	std::vector<case_def> cases;
 	for (const auto &row : pin_table()) {
-		if (row.source != o.first_pin_source)
+		if (row.source != o.first_pin)
 			continue;
 		// Without restricted memory there is no A-C to stand for.
 		if (row.where == page_at::restricted && restricted == placement::ordinary)
@@ -43,7 +43,7 @@ const std::vector<std::string_view> &second_pins()
 	return names;
 }
 
-void check(const plan_options &o)
+void check(const pin_sources &o)
 {
 	auto list = [](const auto &names) {
 		std::string out;
@@ -51,19 +51,19 @@ void check(const plan_options &o)
 			out += (out.empty() ? "" : ", ") + std::string(n);
 		return out;
 	};
-	if (!is_first_pin_source(o.first_pin_source))
-		throw usage_error("--first-pin '" + o.first_pin_source + "': expected " + list(first_pin_sources()));
+	if (!is_first_pin_source(o.first_pin))
+		throw usage_error("--first-pin '" + o.first_pin + "': expected " + list(first_pin_sources()));
 	if (std::find(second_pins().begin(), second_pins().end(), o.second_pin) == second_pins().end())
 		throw usage_error("--second-pin '" + o.second_pin + "': expected " + list(second_pins()));
 }
 
-const std::vector<case_def> &pin_cases(placement restricted, const plan_options &o)
+const std::vector<case_def> &pin_cases(placement restricted, const pin_sources &o)
 {
 	check(o);
 	// Built once per (restricted, source, second pin); std::map never moves
 	// its values, so the references stay valid.
 	static std::map<std::tuple<int, std::string, std::string>, std::vector<case_def>> plans;
-	const auto key = std::make_tuple(static_cast<int>(restricted), o.first_pin_source, o.second_pin);
+	const auto key = std::make_tuple(static_cast<int>(restricted), o.first_pin, o.second_pin);
 	auto it = plans.find(key);
 	if (it == plans.end())
 		it = plans.emplace(key, build(restricted, o)).first;

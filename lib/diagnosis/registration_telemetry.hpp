@@ -14,7 +14,7 @@
 //   capacity            no memory to allocate from
 //   unknown             none of the above fits the facts
 // One function decides, by one rule table, and says which facts decided.
-// No system calls here: cases/case_telemetry.cpp and cases/explain.cpp
+// No system calls here: lib/diagnosis/case_telemetry.cpp and lib/diagnosis/explain.cpp
 // gather the facts.
 
 #include <cstdint>

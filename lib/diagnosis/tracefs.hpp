@@ -30,7 +30,7 @@
 namespace pinmatrix {
 
 struct probe_status {
-	std::string role;	// event name in our group (matrix/kernel_trace.hpp)
+	std::string role;	// event name in our group (lib/diagnosis/kernel_trace.hpp)
 	std::string symbol;	// what it probes; empty when nothing could be placed
 	bool placed = false;
 	std::string note;	// why not, or what it stands for

@@ -7,7 +7,7 @@
 
 namespace pinmatrix {
 
-// The pin causal matrix (matrix/plan.cpp) as a suite: needs /dev/pinmatrix
+// The pin causal matrix (cases/pin/plan.cpp) as a suite: needs /dev/pinmatrix
 // and an RDMA device.
 std::unique_ptr<suite> make_pin_suite(const suite_options &opt);
 

@@ -12,18 +12,6 @@ namespace pinmatrix::bench {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-std::string quote(const std::string &s)
-{
-	std::string q = "'";
-	for (char c : s)
-		q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-	return q + "'";
-}
-
-} // namespace
-
 fs::path bench_binary()
 {
 	const fs::path bin = fs::read_symlink("/proc/self/exe").parent_path() / "pinmatrix_bench";
@@ -32,26 +20,20 @@ fs::path bench_binary()
 	return bin;
 }
 
-std::string guest_job_lines(const fs::path &bench, const std::string &args, const fs::path &module_ko)
+std::vector<std::string> guest_argv(const fs::path &bench, const std::string &args, const fs::path &module_ko)
 {
-	std::ostringstream job;
-	job << "rc=$?\n"
-	    << "# pinmatrix vm --bench: the benchmarks, after the cases (benchmarks/README.md).\n"
-	    << "echo 'pinmatrix-job: benchmarks'\n"
-	    << "echo \"bench-start $(cut -d' ' -f1 /proc/uptime)\" >> /run/pinmatrix/timeline\n"
-	    << quote(bench.string()) << " --pm_module=" << quote(module_ko.string())
-	    << " --pm_device=rxe0 --benchmark_out=/run/pinmatrix/bench.json --benchmark_out_format=json";
+	std::vector<std::string> argv = {bench.string(), "--pm_module=" + module_ko.string(), "--pm_device=rxe0",
+					 "--benchmark_out=/run/pinmatrix/bench.json",
+					 "--benchmark_out_format=json"};
 	std::istringstream extra(args);
 	for (std::string a; extra >> a;)
-		job << " " << quote(a);
-	job << "\necho $? > /run/pinmatrix/bench_exit\n"
-	    << "exit $rc\n";
-	return job.str();
+		argv.push_back(a);
+	return argv;
 }
 
 void collect(const fs::path &guest_dir, const fs::path &out, json &doc)
 {
-	json info = {{"command", "pinmatrix_bench (see guest/job.sh)"}, {"exit", nullptr}};
+	json info = {{"command", "pinmatrix_bench (see guest/job.env)"}, {"exit", nullptr}};
 	try {
 		if (fs::exists(guest_dir / "bench_exit"))
 			info["exit"] = std::stoi(read_text_file((guest_dir / "bench_exit").string()));

@@ -9,6 +9,7 @@
 #include "kernel_rules.hpp"
 #include "pin_case.hpp"
 #include "placement.hpp"
+#include "pin_record.hpp"
 #include "results.hpp"
 #include "sys_error.hpp"
 
@@ -71,11 +72,11 @@ public:
 			doc["module"] = {{"abi_version", info.abi_version},
 					 {"migratetype_method", mt_method_name(info.mt_method)},
 					 {"max_pinned_pages", info.max_pinned_pages}};
-			auto second = open_second_pinner(opt_.second_pin, opt_.device);
+			auto second = open_second_pinner(opt_.pins.second_pin, opt_.device);
 			if (!second->device().empty())
 				doc["rdma_device"] = second->device();
-			doc["first_pin_source"] = opt_.first_pin_source;
-			doc["second_pin"] = opt_.second_pin;
+			doc["first_pin_source"] = opt_.pins.first_pin;
+			doc["second_pin"] = opt_.pins.second_pin;
 			record_first_pinners(doc);
 			doc["restricted_placement"] = pinmatrix::name(opt_.restricted);
 			json areas = json::array();
@@ -117,7 +118,7 @@ public:
 						   "a kernel that failed to reserve it logs \"cma: Failed to reserve\")"
 						 : "this boot has no ZONE_MOVABLE (boot with movablecore=)");
 		auto module = pin_module::open();
-		auto second = open_second_pinner(opt_.second_pin, opt_.device);
+		auto second = open_second_pinner(opt_.pins.second_pin, opt_.device);
 		// Telemetry and the kernel trace of every registration (case_telemetry.hpp).
 		case_telemetry telemetry(&module);
 		json obs = to_json(run_pin_case(def(pc), module, *second, opt_.find_budget_mib << 20));
@@ -146,18 +147,18 @@ public:
 	}
 
 private:
-	plan_options plan() const { return {opt_.first_pin_source, opt_.second_pin}; }
+	const pin_sources &plan() const { return opt_.pins; }
 
 	// The GPU driver behind the source's pins, as found here: a missing one
 	// is no reason to skip the cases that do not need it (those that do
 	// SKIP on their own).
 	void record_first_pinners(json &doc) const
 	{
-		if (opt_.first_pin_source != "cuda" && opt_.first_pin_source != "hip")
+		if (opt_.pins.first_pin != "cuda" && opt_.pins.first_pin != "hip")
 			return;
 		json drivers = json::array();
 		for (gpu_api api : {gpu_api::cuda_register, gpu_api::cudart_register, gpu_api::hip_register}) {
-			if ((api == gpu_api::hip_register) != (opt_.first_pin_source == "hip"))
+			if ((api == gpu_api::hip_register) != (opt_.pins.first_pin == "hip"))
 				continue;
 			try {
 				auto info = load_gpu_driver(api);

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "pin_judge.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#include "sys_error.hpp"
+#include "text.hpp"
+
+namespace pinmatrix {
+
+bool observation::migrated_by_first_pin() const
+{
+	return after_first_pin && after_first_pin->pfn != before.pfn;
+}
+
+bool observation::migrated_by_registration() const
+{
+	const uint64_t from = after_first_pin ? after_first_pin->pfn : before.pfn;
+	return after_registration && after_registration->pfn != from;
+}
+
+uint64_t observation::pfn_after() const
+{
+	if (after_registration)
+		return after_registration->pfn;
+	if (after_first_pin)
+		return after_first_pin->pfn;
+	return before.pfn;
+}
+
+std::string observation::summary() const
+{
+	if (first_pin_errno)
+		return "first pin " + errno_name(first_pin_errno);
+	std::string s;
+	if (migrated_by_first_pin())
+		s = "moved at first pin, ";
+	if (migrated_by_registration())
+		s += "moved " + hex(after_first_pin ? after_first_pin->pfn : before.pfn) + "->" +
+		     hex(after_registration->pfn) + ", ";
+	if (registration_errno) {
+		s += errno_name(registration_errno);
+		if (content_intact)
+			s += *content_intact ? ", page intact" : ", page CHANGED";
+		return s;
+	}
+	return s + "ok";
+}
+
+namespace {
+
+// The expectation for what this case saw. A driver loaded at run time: its
+// contract is what its pin did to a page that needed migration (rules.hpp).
+// A page that was already long-term pinnable gives no evidence, and both
+// contracts expect the same. The driver's version disagreeing with what its
+// pin did goes into why.
+expectation expectation_seen(const case_def &def, const observation &obs, std::vector<std::string> &why)
+{
+	const auto &pin = traits(def.first);
+	placement where = def.where;
+	if (pin.allocates)
+		where = parse_placement(obs.before.placement).value_or(def.where);
+	std::optional<bool> observed_longterm;
+	bool undetermined = false;
+	if (pin.contract_observed && !obs.first_pin_errno) {
+		// Unknown either way decides nothing.
+		undetermined = obs.before.longterm_pinnable != false;
+		observed_longterm = !undetermined && obs.migrated_by_first_pin() && obs.after_first_pin &&
+				    obs.after_first_pin->longterm_pinnable == true;
+	}
+	expectation e = expect(where, def.first, observed_longterm);
+	if (undetermined)
+		e.contract = obs.before.longterm_pinnable
+				     ? "observed: undetermined (the page was already long-term pinnable; "
+				       "both contracts expect the same)"
+				     : "observed: undetermined (whether the page was long-term pinnable is "
+				       "unknown)";
+	if (observed_longterm && !undetermined && obs.longterm_by_version &&
+	    *obs.longterm_by_version != *observed_longterm)
+		why.push_back(std::string("the driver's version predicts ") +
+			      (*obs.longterm_by_version ? "a FOLL_LONGTERM host pin" : "a short-term host pin") +
+			      " but its pin " + (*observed_longterm ? "moved" : "did not move") + " the page");
+	return e;
+}
+
+// Where the page went and what the registration returned, against e.
+void judge_placements(const expectation &e, const observation &obs, std::vector<std::string> &why)
+{
+	if (obs.migrated_by_first_pin() != e.first_pin_migrates)
+		why.push_back(e.first_pin_migrates ? "first pin did not move the page" : "first pin moved the page");
+	if (obs.registration_errno != e.registration_errno)
+		why.push_back("registration " + errno_name(obs.registration_errno) + ", expected " +
+			      errno_name(e.registration_errno));
+	else if (obs.migrated_by_registration() != e.registration_migrates)
+		why.push_back(e.registration_migrates ? "registration did not move the page"
+						      : "registration moved the page");
+	// MIGRATE_CMA read from the pageblock must agree with the CMA areas.
+	if (obs.before.placement == "cma" && obs.before.cma_area.empty())
+		why.push_back("pageblock says MIGRATE_CMA but no CMA area (debugfs or boot log) holds PFN " +
+			      hex(obs.before.pfn));
+}
+
+// A registration that succeeded: its page out of restricted memory, and
+// device and CPU agreeing on its content.
+void judge_registered(const observation &obs, std::vector<std::string> &why)
+{
+	// Unknown is no evidence that the page left: not a pass.
+	if (obs.after_registration && obs.after_registration->longterm_pinnable == false)
+		why.push_back("registered page left in " + obs.after_registration->placement + " memory");
+	else if (obs.after_registration && !obs.after_registration->longterm_pinnable)
+		why.push_back("registered page: long-term pinnable unknown (its pageblock's migratetype "
+			      "cannot be read on this kernel)");
+	if (obs.rdma_write_readback != true)
+		why.push_back((obs.readback_method == "io_uring-read-fixed" ? "READ_FIXED readback: "
+									    : "RDMA WRITE readback: ") +
+			      (obs.rdma_detail.empty() ? std::string("not done") : obs.rdma_detail));
+}
+
+// A registration that failed: the page intact, and the same registration
+// succeeding once the first pin is released.
+void judge_refused(const first_pin_traits &pin, const observation &obs, std::vector<std::string> &why)
+{
+	if (obs.content_intact != true)
+		why.push_back("page content changed by the failed registration");
+	// The driver frees what it allocated with its pin: nothing to retry.
+	if (pin.allocates)
+		return;
+	if (!obs.recovery)
+		why.push_back("no recovery attempt");
+	else if (obs.recovery->errno_value)
+		why.push_back("registration after releasing the first pin: " + errno_name(obs.recovery->errno_value));
+}
+
+} // namespace
+
+case_result judge(const case_def &def, const observation &obs)
+{
+	case_result r;
+	r.def = def;
+	r.observed = obs;
+	std::vector<std::string> why;
+	r.expected = expectation_seen(def, obs, why);
+	if (obs.first_pin_errno) {
+		r.outcome = verdict::fail;
+		r.reason = "first pin failed: " + errno_name(obs.first_pin_errno) +
+			   (obs.first_pin_detail.empty() ? "" : " (" + obs.first_pin_detail + ")");
+		return r;
+	}
+	judge_placements(r.expected, obs, why);
+	if (!obs.registration_errno)
+		judge_registered(obs, why);
+	else
+		judge_refused(traits(def.first), obs, why);
+	r.outcome = why.empty() ? verdict::pass : verdict::fail;
+	for (const auto &w : why)
+		r.reason += (r.reason.empty() ? "" : "; ") + w;
+	return r;
+}
+
+case_result not_run(const case_def &def, verdict v, std::string reason)
+{
+	case_result r;
+	r.def = def;
+	r.expected = expect(def.where, def.first);
+	r.outcome = v;
+	r.reason = std::move(reason);
+	return r;
+}
+
+} // namespace pinmatrix

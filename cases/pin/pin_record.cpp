@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "pin_record.hpp"
+
+#include "placement.hpp"
+#include "sys_error.hpp"
+
+namespace pinmatrix {
+
+using nlohmann::json;
+
+json to_json(const page_state &p)
+{
+	return {{"pfn", p.pfn},
+		{"placement", p.placement},
+		{"zone", p.zone},
+		{"migratetype", p.migratetype},
+		{"longterm_pinnable", p.longterm_pinnable ? json(*p.longterm_pinnable) : json(nullptr)},
+		{"maybe_dma_pinned", p.maybe_dma_pinned},
+		{"refcount", p.refcount},
+		{"cma_area", p.cma_area.empty() ? json(nullptr) : json(p.cma_area)}};
+}
+
+page_state page_state_from_json(const json &j)
+{
+	page_state p;
+	p.pfn = j.at("pfn");
+	p.placement = j.at("placement");
+	p.zone = j.at("zone");
+	p.migratetype = j.at("migratetype");
+	if (const auto &lp = j.at("longterm_pinnable"); !lp.is_null())
+		p.longterm_pinnable = lp.get<bool>();
+	p.maybe_dma_pinned = j.at("maybe_dma_pinned");
+	p.refcount = j.at("refcount");
+	if (j.contains("cma_area") && j["cma_area"].is_string())
+		p.cma_area = j["cma_area"];
+	return p;
+}
+
+json to_json(const observation &o)
+{
+	json j = {{"errno", o.registration_errno},
+		  {"errno_name", errno_name(o.registration_errno)},
+		  {"migrated", o.migrated_by_first_pin() || o.migrated_by_registration()},
+		  {"migrated_by_first_pin", o.migrated_by_first_pin()},
+		  {"migrated_by_registration", o.migrated_by_registration()},
+		  {"pfn_before", o.before.pfn},
+		  {"pfn_after", o.pfn_after()},
+		  {"first_pin_errno", o.first_pin_errno},
+		  {"first_pin_pfns", o.first_pin_pfns},
+		  {"latency_ns", o.latency_ns},
+		  {"scanned_bytes", o.scanned_bytes},
+		  {"summary", o.summary()},
+		  {"page", {{"before", to_json(o.before)}}}};
+	if (o.after_first_pin)
+		j["page"]["after_first_pin"] = to_json(*o.after_first_pin);
+	if (o.after_registration)
+		j["page"]["after_registration"] = to_json(*o.after_registration);
+	if (o.rdma_write_readback)
+		j["rdma_write_readback"] = *o.rdma_write_readback;
+	if (!o.rdma_detail.empty())
+		j["rdma_detail"] = o.rdma_detail;
+	if (o.content_intact)
+		j["content_intact"] = *o.content_intact;
+	if (o.recovery)
+		j["recovery"] = {{"errno", o.recovery->errno_value},
+				 {"latency_ns", o.recovery->latency_ns},
+				 {"pfn_after", o.recovery->pfn_after}};
+	if (!o.first_pinner.empty())
+		j["first_pinner"] = o.first_pinner;
+	if (!o.first_pin_detail.empty())
+		j["first_pin_detail"] = o.first_pin_detail;
+	if (o.longterm_by_version)
+		j["longterm_by_version"] = *o.longterm_by_version;
+	if (!o.readback_method.empty())
+		j["readback_method"] = o.readback_method;
+	return j;
+}
+
+observation observation_from_json(const json &j)
+{
+	observation o;
+	o.registration_errno = j.at("errno");
+	o.first_pin_errno = j.at("first_pin_errno");
+	o.first_pin_pfns = j.at("first_pin_pfns").get<std::vector<uint64_t>>();
+	o.latency_ns = j.at("latency_ns");
+	o.scanned_bytes = j.at("scanned_bytes");
+	const auto &page = j.at("page");
+	o.before = page_state_from_json(page.at("before"));
+	if (page.contains("after_first_pin"))
+		o.after_first_pin = page_state_from_json(page["after_first_pin"]);
+	if (page.contains("after_registration"))
+		o.after_registration = page_state_from_json(page["after_registration"]);
+	if (j.contains("rdma_write_readback"))
+		o.rdma_write_readback = j["rdma_write_readback"].get<bool>();
+	o.rdma_detail = j.value("rdma_detail", "");
+	if (j.contains("content_intact"))
+		o.content_intact = j["content_intact"].get<bool>();
+	if (j.contains("recovery")) {
+		const auto &r = j["recovery"];
+		o.recovery = recovery_record{r.at("errno"), r.at("latency_ns"), r.at("pfn_after")};
+	}
+	o.first_pinner = j.value("first_pinner", "");
+	o.first_pin_detail = j.value("first_pin_detail", "");
+	if (j.contains("longterm_by_version"))
+		o.longterm_by_version = j["longterm_by_version"].get<bool>();
+	o.readback_method = j.value("readback_method", "");
+	return o;
+}
+
+json to_json(const case_result &r)
+{
+	const auto &e = r.expected;
+	json j = {{"id", r.def.id},
+		  {"name", r.def.name},
+		  {"placement", name(r.def.where)},
+		  {"first_pin", name(r.def.first)},
+		  {"first_pin_label", traits(r.def.first).label},
+		  {"second_pin", r.def.second_pin},
+		  {"expected",
+		   {{"errno", e.registration_errno},
+		    {"first_pin_migrates", e.first_pin_migrates},
+		    {"registration_migrates", e.registration_migrates},
+		    {"first_pin_contract", e.contract},
+		    {"contract_source", e.contract_source},
+		    {"summary", e.summary()}}},
+		  {"observed", r.observed ? to_json(*r.observed) : json(nullptr)},
+		  {"latency_ns", r.observed ? json(r.observed->latency_ns) : json(nullptr)},
+		  {"duration_ns", r.duration_ns},
+		  {"verdict", name(r.outcome)}};
+	if (r.outcome != verdict::pass || !r.reason.empty())
+		j["reason"] = r.reason;
+	return j;
+}
+
+} // namespace pinmatrix

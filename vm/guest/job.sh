@@ -1,0 +1,118 @@
+#!/bin/bash
+# shellcheck disable=SC2154 # job_mode, modules, ...: assigned by JOB_ENV
+# The guest's job, run by vm/guest/stage2 inside the guest: bash job.sh JOB_ENV.
+# JOB_ENV (/run/pinmatrix/job.env) is written by `pinmatrix vm` before the
+# boot (vm/launcher.cpp: write_guest_job) and says what to run:
+#   job_mode        matrix | command | ssh
+#   modules         the directory of the modules built for this kernel
+#   module_ko       the test module (pinmatrix.ko) in it
+#   ualink_sim_ko   the UALink reference model (matrix mode)
+#   run_argv=(...)  `pinmatrix run ...` (matrix mode)
+#   bench_argv=(...) pinmatrix_bench after the cases, or empty (matrix mode)
+#   guest_cmd       a shell command (command and ssh modes)
+#   ssh_key, ssh_port  the managed node's authorized key and host port (ssh)
+# Its exit status is the job's: the run's, or the command's.
+set -u
+[[ $# -eq 1 && -r $1 ]] || { echo "pinmatrix-job: ERROR: usage: job.sh JOB_ENV" >&2; exit 2; }
+# shellcheck source=/dev/null
+. "$1"
+dir=/run/pinmatrix
+
+mark() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> "$dir/timeline"; }
+
+# Soft-RoCE on a dummy netdev: loopback traffic never leaves rxe0.
+start_rxe() {
+  if modprobe rdma_rxe && modprobe dummy numdummies=0 &&
+     ip link add pm0 type dummy && ip link set pm0 up &&
+     rdma link add rxe0 type rxe netdev pm0; then
+    echo 'pinmatrix-job: rxe0 on pm0 ready'
+  else
+    echo 'pinmatrix-job: could not create rxe0: cases needing it will SKIP'
+  fi
+}
+
+# The UALink reference model (ualink_sim, a test double for amdgpu): its DRM
+# helpers from the guest kernel, then the module built with the others.
+load_ualink_sim() {
+  if modprobe drm_shmem_helper && insmod "$ualink_sim_ko"; then
+    echo 'pinmatrix-job: ualink_sim loaded'
+  else
+    echo 'pinmatrix-job: could not load ualink_sim: UALink cases will SKIP'
+  fi
+}
+
+# sshd on the host root's openssh-server; its keys and config on the guest's
+# tmpfs (sshd refuses group-readable host keys), the host key's public half
+# in the results dir for known_hosts.
+start_sshd() {
+  local sshdir=/run/pinmatrix-sshd nic
+  modprobe virtio_net
+  for nic in /sys/class/net/*; do
+    nic=${nic##*/}
+    [[ $nic == lo || $nic == pm0 ]] || break
+  done
+  ip link set "$nic" up && ip addr add 10.0.2.15/24 dev "$nic"
+  mkdir -p /run/sshd "$sshdir" "$dir/ssh" /run/tmp && chmod 0755 /run/sshd
+  ssh-keygen -q -t ed25519 -N '' -f "$sshdir/ssh_host_ed25519_key"
+  cp "$sshdir/ssh_host_ed25519_key.pub" "$dir/ssh/"
+  cp "$ssh_key" "$sshdir/authorized_keys"
+  chmod 0600 "$sshdir/authorized_keys"
+  cat > "$sshdir/sshd_config" <<CONFIG
+Port 22
+HostKey $sshdir/ssh_host_ed25519_key
+AuthorizedKeysFile $sshdir/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile /run/sshd.pid
+SetEnv TMPDIR=/run/tmp
+Subsystem sftp /usr/lib/openssh/sftp-server
+CONFIG
+  if /usr/sbin/sshd -f "$sshdir/sshd_config" -E "$dir/ssh/sshd.log"; then
+    echo "pinmatrix-job: sshd listening (host 127.0.0.1:$ssh_port)"
+  else
+    echo 'pinmatrix-job: ERROR: sshd did not start'
+  fi
+}
+
+# A managed node: the command, then sshd serves until the host says stop.
+serve_ssh() {
+  local rc=0
+  start_sshd
+  if [[ -n $guest_cmd ]]; then
+    eval "$guest_cmd"
+    rc=$?
+  fi
+  echo 'pinmatrix-job: waiting for the host to create stop'
+  while [[ ! -e $dir/stop ]]; do sleep 1; done
+  kill "$(cat /run/sshd.pid)" 2>/dev/null
+  return "$rc"
+}
+
+# The matrix; with bench_argv, the benchmarks after the cases
+# (benchmarks/README.md), the run's exit status kept as the job's.
+run_matrix() {
+  local rc
+  load_ualink_sim
+  mark runner-start
+  "${run_argv[@]}"
+  rc=$?
+  if ((${#bench_argv[@]})); then
+    echo 'pinmatrix-job: benchmarks'
+    mark bench-start
+    "${bench_argv[@]}"
+    echo $? > "$dir/bench_exit"
+  fi
+  return "$rc"
+}
+
+export PINMATRIX_MODULE=$module_ko PINMATRIX_MODULES=$modules
+start_rxe
+case $job_mode in
+  ssh) serve_ssh ;;
+  command) eval "$guest_cmd" ;;
+  matrix) run_matrix ;;
+  *) echo "pinmatrix-job: ERROR: unknown job_mode '$job_mode'" >&2; exit 2 ;;
+esac
