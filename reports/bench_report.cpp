@@ -139,6 +139,172 @@ const bench_entry *find_entry(const std::vector<bench_entry> &entries, const std
 	return nullptr;
 }
 
+// Where the numbers come from and what a time is.
+void render_bench_intro(std::ostringstream &out, const json &bench, const std::vector<bench_entry> &entries)
+{
+	const json ctx = bench.value("context", json::object());
+	out << "<p class=\"muted\">From <code>bench.json</code> (Google Benchmark, <code>pinmatrix_bench</code>): "
+	    << entries.size() << " benchmarks";
+	if (auto d = text_at(ctx, "date"); !d.empty())
+		out << ", " << h(d);
+	if (auto k = text_at(ctx, "pinmatrix.kernel_release"); !k.empty())
+		out << ", kernel <code>" << h(k) << "</code>";
+	if (auto p = text_at(ctx, "pinmatrix.restricted_placement"); !p.empty())
+		out << ", restricted placement <code>" << h(p) << "</code>";
+	out << ". Times are per iteration of the timed calls only (the mean over a benchmark's iterations; "
+	       "the median over repetitions when it has several): every pinning benchmark maps, populates and "
+	       "probes fresh pages outside the timed region, since a page migrated once is no longer in the "
+	       "placement it was measured for.</p>\n";
+}
+
+// The first path component of a family: "reg_mr" of "reg_mr/movable".
+std::string family_group(const std::string &family)
+{
+	return family.substr(0, family.find('/'));
+}
+
+// Families with sizes, grouped by their first path component: the
+// registrations first, then the file's order.
+std::vector<std::string> size_groups(const std::vector<bench_entry> &entries)
+{
+	std::vector<std::string> groups = {"reg_mr", "pin", "ualink"};
+	for (const auto &e : entries)
+		if (e.bytes) {
+			const std::string g = family_group(e.family);
+			if (std::find(groups.begin(), groups.end(), g) == groups.end())
+				groups.push_back(g);
+		}
+	return groups;
+}
+
+std::string group_title(const std::string &g)
+{
+	static const std::map<std::string, std::string> titles = {
+		{"reg_mr", "ibv_reg_mr + ibv_dereg_mr by placement"},
+		{"pin", "The module's pin + unpin, FOLL_PIN with and without FOLL_LONGTERM"},
+		{"ualink", "UALink export and import (first, of a new BO)"},
+		{"probe", "The placement probe: /proc/self/pagemap, then PINMATRIX_IOC_PROBE on present runs"},
+		{"populate", "MADV_POPULATE_WRITE of a new mapping"}};
+	return titles.count(g) ? titles.at(g) : g;
+}
+
+// The families of group g that have sizes, in file order.
+std::vector<std::string> sized_families(const std::vector<bench_entry> &entries, const std::string &g)
+{
+	std::vector<std::string> families;
+	for (const auto &e : entries)
+		if (e.bytes && family_group(e.family) == g &&
+		    std::find(families.begin(), families.end(), e.family) == families.end())
+			families.push_back(e.family);
+	return families;
+}
+
+// A family's lines, its i-th in the group: time per iteration by size, and
+// ns per page where the benchmark counts it.
+struct family_lines {
+	xy_series latency, per_page;
+};
+
+family_lines family_series(const std::vector<bench_entry> &entries, const std::string &family,
+			   const std::string &label, size_t i)
+{
+	family_lines f{{label, series_color(label, i), {}}, {label, series_color(label, i), {}}};
+	for (const auto &e : entries) {
+		if (e.family != family || !e.bytes || !e.skipped.empty())
+			continue;
+		std::string tip = family + " " + bytes_text(*e.bytes) + ": " + format_ns(e.ns);
+		if (auto it = e.counters.find("ns_per_page"); it != e.counters.end()) {
+			tip += " (" + format_ns(it->second) + " per 4 KiB page)";
+			f.per_page.points.push_back({*e.bytes, it->second, tip});
+		}
+		f.latency.points.push_back({*e.bytes, e.ns, tip});
+	}
+	return f;
+}
+
+// A group's plots, time and ns per page against size, when some family of
+// it has two sizes or more.
+void render_size_plots(std::ostringstream &out, const std::vector<bench_entry> &entries, const std::string &g)
+{
+	std::vector<xy_series> lat, per_page;
+	const std::vector<std::string> families = sized_families(entries, g);
+	size_t sized_points = 0;
+	for (size_t i = 0; i < families.size(); i++) {
+		const std::string label = families[i].size() > g.size() ? families[i].substr(g.size() + 1) : families[i];
+		family_lines f = family_series(entries, families[i], label, i);
+		sized_points = std::max(sized_points, f.latency.points.size());
+		lat.push_back(f.latency);
+		if (!f.per_page.points.empty())
+			per_page.push_back(f.per_page);
+	}
+	if (sized_points < 2)
+		return;
+	const std::string title = group_title(g);
+	out << "<h3>" << h(title) << "</h3>\n"
+	    << svg_xy_plot(lat, title + ": time per iteration vs size, log scales", "time per iteration");
+	if (!per_page.empty())
+		out << svg_xy_plot(per_page, title + ": ns per 4 KiB page vs size, log scales", "per 4 KiB page");
+}
+
+// The harness overhead: the raw call against the suite's measured path.
+void render_harness_overhead(std::ostringstream &out, const std::vector<bench_entry> &entries)
+{
+	const bench_entry *raw = find_entry(entries, "harness/ibv_reg_mr_raw/4096");
+	const bench_entry *wrapped = find_entry(entries, "harness/register_memory/4096");
+	const bench_entry *path = find_entry(entries, "harness/case_path/4096");
+	const bench_entry *clock = find_entry(entries, "harness/clock_read");
+	if (!raw && !wrapped && !path)
+		return;
+	out << "<h3>Harness overhead (4 KiB)</h3>\n<table class=\"plain\"><tbody>\n";
+	auto row = [&](const std::string &what, const std::string &value) {
+		out << "<tr><th>" << h(what) << "</th><td>" << h(value) << "</td></tr>\n";
+	};
+	if (clock && clock->skipped.empty())
+		row("one CLOCK_MONOTONIC_RAW read", format_ns(clock->ns));
+	if (raw && raw->skipped.empty())
+		row("ibv_reg_mr alone (between two clock reads)", format_ns(raw->ns));
+	if (wrapped && wrapped->skipped.empty()) {
+		row("register_memory() (the suite's measured call), timed from outside", format_ns(wrapped->ns));
+		if (auto it = wrapped->counters.find("reported_ns"); it != wrapped->counters.end()) {
+			row("... the latency_ns it reports (same iterations)", format_ns(it->second));
+			row("... what the wrapper adds (outside - reported)", format_ns(wrapped->ns - it->second));
+		}
+	}
+	if (path && path->skipped.empty()) {
+		row("a case's path: find_page + probes + register_memory", format_ns(path->ns));
+		if (auto it = path->counters.find("reported_ns"); it != path->counters.end()) {
+			row("... of which the reported registration", format_ns(it->second));
+			row("... the harness around it (path - reported)", format_ns(path->ns - it->second));
+		}
+	}
+	out << "</tbody></table>\n";
+}
+
+// A table of every benchmark: time, iterations and counters, or why it
+// was skipped.
+void render_every_benchmark(std::ostringstream &out, const std::vector<bench_entry> &entries)
+{
+	out << "<h3>Every benchmark</h3>\n<table class=\"plain\"><thead><tr><th>benchmark</th><th>time</th>"
+	       "<th>iterations</th><th>counters</th></tr></thead><tbody>\n";
+	for (const auto &e : entries) {
+		out << "<tr><td><code>" << h(e.name) << "</code></td>";
+		if (!e.skipped.empty()) {
+			out << "<td colspan=\"3\" class=\"muted\">skipped: " << h(e.skipped) << "</td></tr>\n";
+			continue;
+		}
+		out << "<td style=\"white-space: nowrap\">" << h(format_ns(e.ns))
+		    << (e.samples > 1 ? " (median of " + std::to_string(e.samples) + ")" : "")
+		    << "</td><td>" << e.iterations << "</td><td>";
+		bool first = true;
+		for (const auto &[k, v] : e.counters) {
+			out << (first ? "" : ", ") << h(k) << " " << h(counter_text(k, v));
+			first = false;
+		}
+		out << "</td></tr>\n";
+	}
+	out << "</tbody></table>\n";
+}
+
 } // namespace
 
 std::optional<json> load_bench(const fs::path &run_dir, const json &doc, std::string *problem)
@@ -231,120 +397,12 @@ std::string bench_html_section(const json &bench)
 	const auto entries = bench_entries(bench);
 	std::ostringstream out;
 	out << "<section id=\"benchmarks\">\n<h2>Benchmarks</h2>\n";
-	const json ctx = bench.value("context", json::object());
-	out << "<p class=\"muted\">From <code>bench.json</code> (Google Benchmark, <code>pinmatrix_bench</code>): "
-	    << entries.size() << " benchmarks";
-	if (auto d = text_at(ctx, "date"); !d.empty())
-		out << ", " << h(d);
-	if (auto k = text_at(ctx, "pinmatrix.kernel_release"); !k.empty())
-		out << ", kernel <code>" << h(k) << "</code>";
-	if (auto p = text_at(ctx, "pinmatrix.restricted_placement"); !p.empty())
-		out << ", restricted placement <code>" << h(p) << "</code>";
-	out << ". Times are per iteration of the timed calls only (the mean over a benchmark's iterations; "
-	       "the median over repetitions when it has several): every pinning benchmark maps, populates and "
-	       "probes fresh pages outside the timed region, since a page migrated once is no longer in the "
-	       "placement it was measured for.</p>\n";
-
-	// Families with sizes, grouped by their first path component: the
-	// registrations first, then the file's order.
-	std::vector<std::string> groups = {"reg_mr", "pin", "ualink"};
-	for (const auto &e : entries)
-		if (e.bytes) {
-			const std::string g = e.family.substr(0, e.family.find('/'));
-			if (std::find(groups.begin(), groups.end(), g) == groups.end())
-				groups.push_back(g);
-		}
-	static const std::map<std::string, std::string> titles = {
-		{"reg_mr", "ibv_reg_mr + ibv_dereg_mr by placement"},
-		{"pin", "The module's pin + unpin, FOLL_PIN with and without FOLL_LONGTERM"},
-		{"ualink", "UALink export and import (first, of a new BO)"},
-		{"probe", "The placement probe: /proc/self/pagemap, then PINMATRIX_IOC_PROBE on present runs"},
-		{"populate", "MADV_POPULATE_WRITE of a new mapping"}};
-	for (const auto &g : groups) {
-		std::vector<xy_series> lat, per_page;
-		std::vector<std::string> families;
-		for (const auto &e : entries)
-			if (e.bytes && e.family.substr(0, e.family.find('/')) == g &&
-			    std::find(families.begin(), families.end(), e.family) == families.end())
-				families.push_back(e.family);
-		size_t sized_points = 0;
-		for (size_t i = 0; i < families.size(); i++) {
-			const std::string label = families[i].size() > g.size() ? families[i].substr(g.size() + 1) : families[i];
-			xy_series s{label, series_color(label, i), {}}, pp{label, series_color(label, i), {}};
-			for (const auto &e : entries) {
-				if (e.family != families[i] || !e.bytes || !e.skipped.empty())
-					continue;
-				std::string tip = families[i] + " " + bytes_text(*e.bytes) + ": " + format_ns(e.ns);
-				if (auto it = e.counters.find("ns_per_page"); it != e.counters.end()) {
-					tip += " (" + format_ns(it->second) + " per 4 KiB page)";
-					pp.points.push_back({*e.bytes, it->second, tip});
-				}
-				s.points.push_back({*e.bytes, e.ns, tip});
-			}
-			sized_points = std::max(sized_points, s.points.size());
-			lat.push_back(s);
-			if (!pp.points.empty())
-				per_page.push_back(pp);
-		}
-		if (sized_points < 2)
-			continue;
-		const std::string title = titles.count(g) ? titles.at(g) : g;
-		out << "<h3>" << h(title) << "</h3>\n"
-		    << svg_xy_plot(lat, title + ": time per iteration vs size, log scales", "time per iteration");
-		if (!per_page.empty())
-			out << svg_xy_plot(per_page, title + ": ns per 4 KiB page vs size, log scales", "per 4 KiB page");
-	}
-
-	// The harness overhead: the raw call against the suite's measured path.
-	const bench_entry *raw = find_entry(entries, "harness/ibv_reg_mr_raw/4096");
-	const bench_entry *wrapped = find_entry(entries, "harness/register_memory/4096");
-	const bench_entry *path = find_entry(entries, "harness/case_path/4096");
-	const bench_entry *clock = find_entry(entries, "harness/clock_read");
-	if (raw || wrapped || path) {
-		out << "<h3>Harness overhead (4 KiB)</h3>\n<table class=\"plain\"><tbody>\n";
-		auto row = [&](const std::string &what, const std::string &value) {
-			out << "<tr><th>" << h(what) << "</th><td>" << h(value) << "</td></tr>\n";
-		};
-		if (clock && clock->skipped.empty())
-			row("one CLOCK_MONOTONIC_RAW read", format_ns(clock->ns));
-		if (raw && raw->skipped.empty())
-			row("ibv_reg_mr alone (between two clock reads)", format_ns(raw->ns));
-		if (wrapped && wrapped->skipped.empty()) {
-			row("register_memory() (the suite's measured call), timed from outside", format_ns(wrapped->ns));
-			if (auto it = wrapped->counters.find("reported_ns"); it != wrapped->counters.end()) {
-				row("... the latency_ns it reports (same iterations)", format_ns(it->second));
-				row("... what the wrapper adds (outside - reported)", format_ns(wrapped->ns - it->second));
-			}
-		}
-		if (path && path->skipped.empty()) {
-			row("a case's path: find_page + probes + register_memory", format_ns(path->ns));
-			if (auto it = path->counters.find("reported_ns"); it != path->counters.end()) {
-				row("... of which the reported registration", format_ns(it->second));
-				row("... the harness around it (path - reported)", format_ns(path->ns - it->second));
-			}
-		}
-		out << "</tbody></table>\n";
-	}
-
-	out << "<h3>Every benchmark</h3>\n<table class=\"plain\"><thead><tr><th>benchmark</th><th>time</th>"
-	       "<th>iterations</th><th>counters</th></tr></thead><tbody>\n";
-	for (const auto &e : entries) {
-		out << "<tr><td><code>" << h(e.name) << "</code></td>";
-		if (!e.skipped.empty()) {
-			out << "<td colspan=\"3\" class=\"muted\">skipped: " << h(e.skipped) << "</td></tr>\n";
-			continue;
-		}
-		out << "<td style=\"white-space: nowrap\">" << h(format_ns(e.ns))
-		    << (e.samples > 1 ? " (median of " + std::to_string(e.samples) + ")" : "")
-		    << "</td><td>" << e.iterations << "</td><td>";
-		bool first = true;
-		for (const auto &[k, v] : e.counters) {
-			out << (first ? "" : ", ") << h(k) << " " << h(counter_text(k, v));
-			first = false;
-		}
-		out << "</td></tr>\n";
-	}
-	out << "</tbody></table>\n</section>\n";
+	render_bench_intro(out, bench, entries);
+	for (const auto &g : size_groups(entries))
+		render_size_plots(out, entries, g);
+	render_harness_overhead(out, entries);
+	render_every_benchmark(out, entries);
+	out << "</section>\n";
 	return out.str();
 }
 

@@ -55,13 +55,9 @@ std::vector<id_row> cases_by_id(const run_view &run)
 	return rows;
 }
 
-} // namespace
-
-std::string format_summary_markdown(const json &doc)
+// The heading: the verdict, the counts, the kernels and how a guest ended.
+void render_heading(std::ostringstream &out, const run_view &run, const json &doc)
 {
-	const run_view run = view_run(doc);
-	std::ostringstream out;
-
 	out << "### pinmatrix: " << upper_name(run.overall);
 	if (run.several_kernels())
 		out << " on " << run.kernels.size() << " kernels";
@@ -83,40 +79,50 @@ std::string format_summary_markdown(const json &doc)
 		out << "\n" << (g.guest == "guest" ? "Guest" : "Guest `" + g.guest + "`") << ": "
 		    << markdown_text(g.ended)
 		    << " (serial log excerpt in report.html)\n";
+}
 
-	const auto ordered = run.worst_first();
-	if (run.fail + run.error) {
-		out << "\n#### Failing\n\n";
-		for (const auto *c : ordered) {
-			if (c->result != outcome::fail && c->result != outcome::error)
-				continue;
-			out << "- **" << markdown_text(c->title()) << "** " << upper_name(c->result);
-			if (run.several_kernels())
-				out << " on `" << c->kernel.label() << "`";
-			out << ": " << markdown_text(c->reason.empty() ? "(no reason recorded)" : c->reason);
-			if (c->result == outcome::fail)
-				out << " (expected " << markdown_text(c->expected) << ", observed "
-				    << markdown_text(c->observed) << ")";
-			out << "\n";
-		}
+// Every case that failed or ended in error, worst first, with its reason.
+void render_failing(std::ostringstream &out, const run_view &run)
+{
+	if (run.fail + run.error == 0)
+		return;
+	out << "\n#### Failing\n\n";
+	for (const auto *c : run.worst_first()) {
+		if (c->result != outcome::fail && c->result != outcome::error)
+			continue;
+		out << "- **" << markdown_text(c->title()) << "** " << upper_name(c->result);
+		if (run.several_kernels())
+			out << " on `" << c->kernel.label() << "`";
+		out << ": " << markdown_text(c->reason.empty() ? "(no reason recorded)" : c->reason);
+		if (c->result == outcome::fail)
+			out << " (expected " << markdown_text(c->expected) << ", observed "
+			    << markdown_text(c->observed) << ")";
+		out << "\n";
 	}
-	if (run.skip) {
-		const auto reasons = run.skip_reasons();
-		out << "\n#### Skipped\n\n";
-		for (const auto &[reason, ids] : reasons) {
-			out << "- " << ids.size() << (ids.size() == 1 ? " case" : " cases");
-			if (ids.size() <= 12) {
-				out << " (";
-				for (size_t i = 0; i < ids.size(); i++)
-					out << (i ? ", " : "") << markdown_text(ids[i]);
-				out << ")";
-			}
-			out << ": " << markdown_text(reason.empty() ? "(no reason recorded)" : reason) << "\n";
-		}
-	}
+}
 
-	// What each failed registration's errno meant (registration telemetry),
-	// expected ones included: an ENOMEM is several different problems.
+// The skips, one line per reason.
+void render_skipped(std::ostringstream &out, const run_view &run)
+{
+	if (!run.skip)
+		return;
+	out << "\n#### Skipped\n\n";
+	for (const auto &[reason, ids] : run.skip_reasons()) {
+		out << "- " << ids.size() << (ids.size() == 1 ? " case" : " cases");
+		if (ids.size() <= 12) {
+			out << " (";
+			for (size_t i = 0; i < ids.size(); i++)
+				out << (i ? ", " : "") << markdown_text(ids[i]);
+			out << ")";
+		}
+		out << ": " << markdown_text(reason.empty() ? "(no reason recorded)" : reason) << "\n";
+	}
+}
+
+// What each failed registration's errno meant (registration telemetry),
+// expected ones included: an ENOMEM is several different problems.
+void render_classified_errors(std::ostringstream &out, const run_view &run)
+{
 	std::vector<std::string> classified;
 	for (const auto &c : run.cases)
 		for (const auto &r : registrations_of(c))
@@ -129,44 +135,43 @@ std::string format_summary_markdown(const json &doc)
 					line += " (kernel path: " + markdown_text(r.path_one_line) + ")";
 				classified.push_back(line);
 			}
-	if (!classified.empty()) {
-		constexpr size_t shown = 12;
-		out << "\n#### Registration errors, classified\n\n";
-		for (size_t i = 0; i < classified.size() && i < shown; i++)
-			out << classified[i] << "\n";
-		if (classified.size() > shown)
-			out << "- and " << classified.size() - shown << " more in report.html\n";
-	}
+	if (classified.empty())
+		return;
+	constexpr size_t shown = 12;
+	out << "\n#### Registration errors, classified\n\n";
+	for (size_t i = 0; i < classified.size() && i < shown; i++)
+		out << classified[i] << "\n";
+	if (classified.size() > shown)
+		out << "- and " << classified.size() - shown << " more in report.html\n";
+}
 
-	if (run.cases.empty())
-		return out.str();
-	const bool only_bad = run.total() > table_limit;
+// Case x kernel: each case's verdict and median latency on each kernel.
+void render_kernel_table(std::ostringstream &out, const run_view &run, bool only_bad)
+{
+	out << "| case |";
+	for (const auto &k : run.kernels)
+		out << " " << markdown_text(k.label()) << " |";
+	out << "\n|---|";
+	for (size_t i = 0; i < run.kernels.size(); i++)
+		out << "---|";
 	out << "\n";
-	if (only_bad)
-		out << "Cases other than PASS (" << run.total() - size_t(run.pass) << " of " << run.total()
-		    << "; all in report.html):\n\n";
-	if (run.several_kernels()) {
-		out << "| case |";
-		for (const auto &k : run.kernels)
-			out << " " << markdown_text(k.label()) << " |";
-		out << "\n|---|";
-		for (size_t i = 0; i < run.kernels.size(); i++)
-			out << "---|";
-		out << "\n";
-		for (const auto &[id, per_kernel, all_pass] : cases_by_id(run)) {
-			if (only_bad && all_pass)
-				continue;
-			out << "| " << markdown_text(id) << " |";
-			for (const auto *c : per_kernel) {
-				auto latency = c ? stats_of(c->latency_ns) : std::nullopt;
-				out << " " << (c ? verdict_text(c->result) : "-")
-				    << (latency ? " " + markdown_text(format_ns(latency->median)) : "") << " |";
-			}
-			out << "\n";
+	for (const auto &[id, per_kernel, all_pass] : cases_by_id(run)) {
+		if (only_bad && all_pass)
+			continue;
+		out << "| " << markdown_text(id) << " |";
+		for (const auto *c : per_kernel) {
+			auto latency = c ? stats_of(c->latency_ns) : std::nullopt;
+			out << " " << (c ? verdict_text(c->result) : "-")
+			    << (latency ? " " + markdown_text(format_ns(latency->median)) : "") << " |";
 		}
-		out << "\nLatency: median registration latency of the case on that kernel.\n";
-		return out.str();
+		out << "\n";
 	}
+	out << "\nLatency: median registration latency of the case on that kernel.\n";
+}
+
+// One kernel: a row per case, what it pinned, expected and observed.
+void render_case_rows(std::ostringstream &out, const run_view &run, bool only_bad)
+{
 	out << "| case | placement | first pin | expected | observed | verdict | latency |\n"
 	    << "|---|---|---|---|---|---|---|\n";
 	for (const auto &c : run.cases) {
@@ -178,6 +183,35 @@ std::string format_summary_markdown(const json &doc)
 		    << " | " << markdown_text(c.observed) << " | " << verdict_text(c.result) << " | "
 		    << markdown_text(latency_text(c)) << " |\n";
 	}
+}
+
+// The compact table; past table_limit cases only those that did not pass.
+void render_case_table(std::ostringstream &out, const run_view &run)
+{
+	if (run.cases.empty())
+		return;
+	const bool only_bad = run.total() > table_limit;
+	out << "\n";
+	if (only_bad)
+		out << "Cases other than PASS (" << run.total() - size_t(run.pass) << " of " << run.total()
+		    << "; all in report.html):\n\n";
+	if (run.several_kernels())
+		render_kernel_table(out, run, only_bad);
+	else
+		render_case_rows(out, run, only_bad);
+}
+
+} // namespace
+
+std::string format_summary_markdown(const json &doc)
+{
+	const run_view run = view_run(doc);
+	std::ostringstream out;
+	render_heading(out, run, doc);
+	render_failing(out, run);
+	render_skipped(out, run);
+	render_classified_errors(out, run);
+	render_case_table(out, run);
 	return out.str();
 }
 

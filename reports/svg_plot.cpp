@@ -87,24 +87,91 @@ std::string tick_label(double ns)
 	return buf;
 }
 
-} // namespace
-
-std::string svg_dot_plot(const std::vector<plot_row> &rows, const std::string &description)
+bool has_samples(const std::vector<plot_row> &rows)
 {
 	bool any = false;
 	for (const auto &r : rows)
 		for (const auto &l : r.lanes)
 			any |= !l.samples.empty();
-	if (!any)
-		return "";
-	const log_axis axis = axis_for(rows);
+	return any;
+}
 
+// A row that is not a heading: a lane per kernel, at least one.
+double row_height(const plot_row &r)
+{
+	return double(std::max<size_t>(r.lanes.size(), 1)) * lane_h + row_pad;
+}
+
+double plot_height(const std::vector<plot_row> &rows)
+{
 	double height = axis_h;
 	for (const auto &r : rows)
-		height += r.heading ? heading_h : double(std::max<size_t>(r.lanes.size(), 1)) * lane_h + row_pad;
-	height += 6;
+		height += r.heading ? heading_h : row_height(r);
+	return height + 6;
+}
 
-	std::ostringstream back, body, grid;
+// The row's label on the left (a link to its case when it has one), its
+// note on the right.
+void render_row_label(std::ostringstream &body, const plot_row &r, double mid)
+{
+	std::string label = "<text class=\"label" + std::string(r.aggregate ? " aggregate" : "") +
+			    "\" x=\"" + num(label_w) + "\" y=\"" + num(mid) + "\" text-anchor=\"end\">" +
+			    escape_markup(r.label) + "</text>";
+	if (!r.link.empty())
+		label = "<a href=\"" + escape_markup(r.link, true) + "\">" + label + "</a>";
+	body << label << "\n";
+	body << "<text class=\"note\" x=\"" << num(plot_x1 + 14) << "\" y=\"" << num(mid) << "\">"
+	     << escape_markup(r.note) << "</text>\n";
+}
+
+// A lane's samples: the range as a line, from four samples the
+// interquartile range as a band, every sample as a dot, the median as a bar.
+void render_lane(std::ostringstream &body, const log_axis &axis, const plot_lane &lane, double lane_y,
+		 bool aggregate)
+{
+	auto s = stats_of(lane.samples);
+	if (!s)
+		return;
+	const std::string color = escape_markup(lane.color, true);
+	if (s->n >= 2)
+		body << "<line class=\"range\" x1=\"" << num(axis.x(s->min)) << "\" x2=\"" << num(axis.x(s->max))
+		     << "\" y1=\"" << num(lane_y) << "\" y2=\"" << num(lane_y) << "\" stroke=\"" << color << "\"/>\n";
+	if (s->n >= 4)
+		body << "<rect class=\"iqr\" x=\"" << num(axis.x(s->p25)) << "\" y=\"" << num(lane_y - 5)
+		     << "\" width=\"" << num(std::max(axis.x(s->p75) - axis.x(s->p25), 1.0))
+		     << "\" height=\"10\" fill=\"" << color << "\"/>\n";
+	for (double v : lane.samples)
+		body << "<circle cx=\"" << num(axis.x(v)) << "\" cy=\"" << num(lane_y) << "\" r=\""
+		     << (aggregate ? "3.5" : "4.5") << "\" fill=\"" << color << "\"><title>"
+		     << escape_markup(lane.name + ": " + format_ns(v)) << "</title></circle>\n";
+	if (s->n >= 2)
+		body << "<line class=\"median\" x1=\"" << num(axis.x(s->median)) << "\" x2=\""
+		     << num(axis.x(s->median)) << "\" y1=\"" << num(lane_y - 7) << "\" y2=\"" << num(lane_y + 7)
+		     << "\"><title>" << escape_markup(lane.name + ": median " + format_ns(s->median))
+		     << "</title></line>\n";
+}
+
+// A row at y: its stripe (every other row after a heading), label, note and
+// lanes.
+void render_row(std::ostringstream &back, std::ostringstream &body, const plot_row &r, const log_axis &axis,
+		double y, bool striped)
+{
+	const double row_h = row_height(r);
+	if (striped)
+		back << "<rect class=\"stripe\" x=\"0\" y=\"" << num(y) << "\" width=\"" << width << "\" height=\""
+		     << num(row_h) << "\"/>\n";
+	render_row_label(body, r, y + row_h / 2 + 4);
+	double lane_y = y + row_pad / 2 + lane_h / 2;
+	for (const auto &lane : r.lanes) {
+		render_lane(body, axis, lane, lane_y, r.aggregate);
+		lane_y += lane_h;
+	}
+}
+
+// The rows top to bottom: stripes into back, everything else into body.
+void render_rows(std::ostringstream &back, std::ostringstream &body, const std::vector<plot_row> &rows,
+		 const log_axis &axis)
+{
 	double y = axis_h;
 	size_t stripe = 0;
 	for (const auto &r : rows) {
@@ -115,50 +182,14 @@ std::string svg_dot_plot(const std::vector<plot_row> &rows, const std::string &d
 			stripe = 0;
 			continue;
 		}
-		const double row_h = double(std::max<size_t>(r.lanes.size(), 1)) * lane_h + row_pad;
-		if (stripe++ % 2 == 0)
-			back << "<rect class=\"stripe\" x=\"0\" y=\"" << num(y) << "\" width=\"" << width
-			     << "\" height=\"" << num(row_h) << "\"/>\n";
-		const double mid = y + row_h / 2 + 4;
-		std::string label = "<text class=\"label" + std::string(r.aggregate ? " aggregate" : "") +
-				    "\" x=\"" + num(label_w) + "\" y=\"" + num(mid) + "\" text-anchor=\"end\">" +
-				    escape_markup(r.label) + "</text>";
-		if (!r.link.empty())
-			label = "<a href=\"" + escape_markup(r.link, true) + "\">" + label + "</a>";
-		body << label << "\n";
-		body << "<text class=\"note\" x=\"" << num(plot_x1 + 14) << "\" y=\"" << num(mid) << "\">"
-		     << escape_markup(r.note) << "</text>\n";
-
-		double lane_y = y + row_pad / 2 + lane_h / 2;
-		for (const auto &lane : r.lanes) {
-			if (auto s = stats_of(lane.samples)) {
-				const std::string color = escape_markup(lane.color, true);
-				if (s->n >= 2)
-					body << "<line class=\"range\" x1=\"" << num(axis.x(s->min)) << "\" x2=\""
-					     << num(axis.x(s->max)) << "\" y1=\"" << num(lane_y) << "\" y2=\""
-					     << num(lane_y) << "\" stroke=\"" << color << "\"/>\n";
-				if (s->n >= 4)
-					body << "<rect class=\"iqr\" x=\"" << num(axis.x(s->p25)) << "\" y=\""
-					     << num(lane_y - 5) << "\" width=\""
-					     << num(std::max(axis.x(s->p75) - axis.x(s->p25), 1.0))
-					     << "\" height=\"10\" fill=\"" << color << "\"/>\n";
-				for (double v : lane.samples)
-					body << "<circle cx=\"" << num(axis.x(v)) << "\" cy=\"" << num(lane_y) << "\" r=\""
-					     << (r.aggregate ? "3.5" : "4.5") << "\" fill=\"" << color
-					     << "\"><title>" << escape_markup(lane.name + ": " + format_ns(v))
-					     << "</title></circle>\n";
-				if (s->n >= 2)
-					body << "<line class=\"median\" x1=\"" << num(axis.x(s->median)) << "\" x2=\""
-				     << num(axis.x(s->median)) << "\" y1=\"" << num(lane_y - 7) << "\" y2=\""
-				     << num(lane_y + 7) << "\"><title>"
-				     << escape_markup(lane.name + ": median " + format_ns(s->median))
-				     << "</title></line>\n";
-			}
-			lane_y += lane_h;
-		}
-		y += row_h;
+		render_row(back, body, r, axis, y, stripe++ % 2 == 0);
+		y += row_height(r);
 	}
+}
 
+// The time axis: a grid line and a label per tick.
+void render_ticks(std::ostringstream &grid, const log_axis &axis, double height)
+{
 	for (double t : axis.ticks()) {
 		const double x = axis.x(t);
 		grid << "<line class=\"tick\" x1=\"" << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << num(axis_h - 6)
@@ -166,6 +197,19 @@ std::string svg_dot_plot(const std::vector<plot_row> &rows, const std::string &d
 		     << "<text class=\"axis\" x=\"" << num(x) << "\" y=\"" << num(axis_h - 12)
 		     << "\" text-anchor=\"middle\">" << escape_markup(tick_label(t)) << "</text>\n";
 	}
+}
+
+} // namespace
+
+std::string svg_dot_plot(const std::vector<plot_row> &rows, const std::string &description)
+{
+	if (!has_samples(rows))
+		return "";
+	const log_axis axis = axis_for(rows);
+	const double height = plot_height(rows);
+	std::ostringstream back, body, grid;
+	render_rows(back, body, rows, axis);
+	render_ticks(grid, axis, height);
 
 	std::ostringstream svg;
 	svg << "<svg class=\"plot\" viewBox=\"0 0 " << width << " " << num(height) << "\" width=\"" << width
