@@ -2,7 +2,9 @@
 """tools/coverage's report: gcov on the summed counters of each module.
 
 Usage: coverage-report.py MERGED OUT RUN...
-  MERGED  the runs' summed counters: MERGED/<module build dir>/<module>.gcda
+  MERGED  the runs' summed counters: MERGED/<module build dir>/<object>.gcda,
+          one per object the module is linked from (ualink_sim: usim_*.o),
+          the module's name that of its build directory
   OUT     written: coverage.txt, coverage.json, gcov/<module>/*.gcov
   RUN     NAME|EXIT|WANT|SECONDS, one per run, in order
 The .gcno files are read from each module's build directory (the path under
@@ -33,10 +35,9 @@ def run_gcov(args, cwd):
     return p.stdout
 
 
-def module_coverage(gcda, merged, out):
-    """One module: its functions' lines from gcov's JSON, and its .gcov files."""
+def object_coverage(gcda, build_dir, annotated):
+    """One object of a module: its source's lines and functions from gcov's JSON, and its .gcov files."""
     name = os.path.basename(gcda)[: -len(".gcda")]
-    build_dir = "/" + os.path.relpath(os.path.dirname(gcda), merged)
     source = os.path.join(build_dir, name + ".c")
     gcno = os.path.join(build_dir, name + ".gcno")
     if not os.path.isfile(gcno):
@@ -44,20 +45,31 @@ def module_coverage(gcda, merged, out):
     with tempfile.TemporaryDirectory() as work:
         shutil.copy(gcno, work)
         shutil.copy(gcda, work)
-        annotated = os.path.join(out, "gcov", name)
-        os.makedirs(annotated, exist_ok=True)
         run_gcov(["-o", work, source], annotated)
         doc = json.loads(run_gcov(["--json-format", "--stdout", "-o", work, source], annotated))
     own = [f for f in doc["files"] if f["file"].endswith("/" + name + ".c") or f["file"] == name + ".c"]
     if not own:
         die(f"{name}: gcov has no data for {name}.c")
-    functions = []
-    lines = own[0]["lines"]
-    for fn in sorted(own[0]["functions"], key=lambda f: f["start_line"]):
-        mine = [l for l in lines if l.get("function_name") == fn["name"]]
-        functions.append({"name": fn["name"], "start_line": fn["start_line"], "calls": fn["execution_count"],
-                          "lines": len(mine), "lines_hit": sum(1 for l in mine if l["count"] > 0)})
-    return {"module": name, "source": f"kmod/{name}/{name}.c", "lines": len(lines),
+    return name + ".c", own[0]
+
+
+def module_coverage(gcdas, merged, out):
+    """One module: the lines and functions of each of its objects, in the objects' name order."""
+    build_dir = "/" + os.path.relpath(os.path.dirname(gcdas[0]), merged)
+    name = os.path.basename(build_dir)
+    annotated = os.path.join(out, "gcov", name)
+    os.makedirs(annotated, exist_ok=True)
+    sources, lines, functions = [], [], []
+    for gcda in sorted(gcdas):
+        source, own = object_coverage(gcda, build_dir, annotated)
+        sources.append(f"kmod/{name}/{source}")
+        lines += own["lines"]
+        for fn in sorted(own["functions"], key=lambda f: f["start_line"]):
+            mine = [l for l in own["lines"] if l.get("function_name") == fn["name"]]
+            functions.append({"name": fn["name"], "source": sources[-1], "start_line": fn["start_line"],
+                              "calls": fn["execution_count"], "lines": len(mine),
+                              "lines_hit": sum(1 for l in mine if l["count"] > 0)})
+    return {"module": name, "sources": sources, "lines": len(lines),
             "lines_hit": sum(1 for l in lines if l["count"] > 0), "functions": functions}
 
 
@@ -103,9 +115,12 @@ def main():
     gcdas = sorted(os.path.join(d, f) for d, _, fs in os.walk(merged) for f in fs if f.endswith(".gcda"))
     if not gcdas:
         die(f"no .gcda under {merged}: no module was profiled")
-    modules = [module_coverage(g, merged, out) for g in gcdas]
+    by_dir = {}
+    for g in gcdas:
+        by_dir.setdefault(os.path.dirname(g), []).append(g)
+    modules = [module_coverage(by_dir[d], merged, out) for d in sorted(by_dir)]
     write_atomically(os.path.join(out, "coverage.json"),
-                     json.dumps({"schema": "pinmatrix-coverage/1", "runs": runs, "modules": modules}, indent=1) + "\n")
+                     json.dumps({"schema": "pinmatrix-coverage/2", "runs": runs, "modules": modules}, indent=1) + "\n")
     report = text_report(runs, modules)
     write_atomically(os.path.join(out, "coverage.txt"), report)
     sys.stdout.write(report)

@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build-time feature tests, shared by every module here: its Kbuild sets
-# obj-m, names the tests its code asks about in pm_conftest (each NAME is
-# kmod/conftest/NAME.c) and then includes this file. Those tests only are
-# compiled with the kernel's compiler and flags by conftest.sh into
-# pm_conftest.h in the module's build directory (never the source tree),
-# which the module includes: PM_* defines instead of kernel version guesses.
+# obj-m (and NAME-y, for a module of several files), names the tests its
+# code asks about in pm_conftest (each NAME is kmod/conftest/NAME.c) and
+# then includes this file. Those tests only are compiled with the kernel's
+# compiler and flags by conftest.sh into pm_conftest.h in the module's
+# build directory (never the source tree), which the module includes: PM_*
+# defines instead of kernel version guesses.
 # A module runs only its own tests: each is a compile against the kernel's
 # headers, dear on a small node or under emulation (pinmatrix.ko needs none
 # of the DRM tests). tests/unit/conftest_lists_test.sh checks that every PM_*
@@ -42,5 +43,7 @@ targets += pm_conftest.h
 clean-files += pm_conftest.h
 ccflags-y += -I$(obj)
 
-# Every object of the module includes it.
-$(addprefix $(obj)/,$(obj-m)): $(obj)/pm_conftest.h
+# Every object of the module includes it: a module's own, or those it is
+# linked from (NAME-y or NAME-objs, set before this file is included).
+pm_conftest_objs := $(obj-m) $(foreach m,$(obj-m),$($(m:.o=-y)) $($(m:.o=-objs)))
+$(addprefix $(obj)/,$(pm_conftest_objs)): $(obj)/pm_conftest.h

@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ualink_sim: the UALink handles, as amdgpu's contract has them. Export of
+ * a VRAM BO (a handle, a pin, the pod-wide cap), import on a peer (an NPA
+ * and a remote object that stands for the exporter's memory) or on the
+ * exporter (the BO's own dma-buf), revoke when a handle dies or a node is
+ * lost, the handle ioctl itself, and the model-only ioctls over the fabric
+ * (loads and stores) and of the pod (its counts).
+ */
+
+#include <linux/dma-buf.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/list.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/xarray.h>
+
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_gem_shmem_helper.h>
+#include <drm/drm_prime.h>
+
+#include "amdgpu_ualink.h"
+#include "ualink_sim.h"
+#include "usim_drv.h"
+
+/* Revoke: a handle that dies, a node that is lost */
+
+/* Importer side: access is revoked, the user's object stays. */
+static void usim_import_destroy(struct usim_import *imp)
+{
+	lockdep_assert_held(&usim_pod.lock);
+	list_del(&imp->exp_link);
+	list_del(&imp->imp_link);
+	imp->obj->imp = NULL;
+	if (imp->pinned) {
+		imp->exp->bo->pins--;
+		usim_pod.pins--;
+	}
+	dma_buf_put(imp->dmabuf);
+	kfree(imp);
+	usim_pod.imports--;
+}
+
+/* The handle dies: every importer loses access (remote TLB shootdown). */
+void usim_export_destroy(struct usim_export *exp)
+{
+	struct usim_import *imp, *tmp;
+	struct usim_bo *bo = exp->bo;
+
+	lockdep_assert_held(&usim_pod.lock);
+	list_for_each_entry_safe(imp, tmp, &exp->importers, exp_link)
+		usim_import_destroy(imp);
+	xa_erase(&exp->accel->exports, exp->lo);
+	bo->export = NULL;
+	drm_gem_shmem_unpin(&bo->base);
+	usim_pod.pinned_pages -= bo->base.base.size >> PAGE_SHIFT;
+	drm_gem_object_put(&bo->base.base);
+	kfree(exp);
+	usim_pod.exports--;
+}
+
+void usim_keep_revoked(struct usim_export *exp)
+{
+	struct usim_revoked *r;
+
+	lockdep_assert_held(&usim_pod.lock);
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return;
+	r->hi = exp->hi;
+	r->obj = &exp->bo->base.base;
+	drm_gem_object_get(r->obj);
+	if (xa_insert(&exp->accel->revoked, exp->lo, r, GFP_KERNEL)) {
+		drm_gem_object_put(r->obj);
+		kfree(r);
+	}
+}
+
+static void usim_forget_revoked(struct usim_accel *accel)
+{
+	struct usim_revoked *r;
+	unsigned long index;
+
+	lockdep_assert_held(&usim_pod.lock);
+	xa_for_each(&accel->revoked, index, r) {
+		xa_erase(&accel->revoked, index);
+		drm_gem_object_put(r->obj);
+		kfree(r);
+	}
+}
+
+/*
+ * A node reset or gone offline: what it exported and imported is lost, and
+ * its peers clean up their side (importers of its memory lose access,
+ * exporters drop the pins they held for it).
+ */
+void usim_node_lost(struct usim_accel *accel, bool force)
+{
+	struct usim_import *imp, *tmp;
+	struct usim_export *exp;
+	unsigned long index;
+
+	lockdep_assert_held(&usim_pod.lock);
+	usim_forget_revoked(accel);
+	if (!force && usim_fault(UALINK_SIM_FAULT_NO_PEER_CLEANUP))
+		return;
+	list_for_each_entry_safe(imp, tmp, &accel->imports, imp_link)
+		usim_import_destroy(imp);
+	xa_for_each(&accel->exports, index, exp)
+		usim_export_destroy(exp);
+}
+
+/* Imported objects */
+
+static void usim_remote_free(struct drm_gem_object *obj)
+{
+	drm_gem_object_release(obj);
+	kfree(to_usim_remote(obj));
+	atomic64_dec(&usim_pod.remote_objects);
+}
+
+/* "Remote NPAs ... cannot be CPU mapped" (v2 documentation). */
+static int usim_remote_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
+{
+	return -EPERM;
+}
+
+/* Nor can another device attach: there are no pages on this side. */
+static int usim_remote_pin(struct drm_gem_object *obj)
+{
+	return -EOPNOTSUPP;
+}
+
+static struct sg_table *usim_remote_get_sg_table(struct drm_gem_object *obj)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static const struct drm_gem_object_funcs usim_remote_funcs = {
+	.free = usim_remote_free,
+	.pin = usim_remote_pin,
+	.get_sg_table = usim_remote_get_sg_table,
+	.mmap = usim_remote_mmap,
+};
+
+bool usim_is_remote(struct drm_gem_object *obj)
+{
+	return obj->funcs == &usim_remote_funcs;
+}
+
+/* Export */
+
+static void usim_new_handle(struct usim_accel *accel, u64 *lo, u64 *hi)
+{
+	if (usim_fault(UALINK_SIM_FAULT_SEQUENTIAL_HANDLES)) {
+		accel->seq++;
+		*lo = (accel->seq << AMDGPU_UALINK_HANDLE_ACCID_BITS) | accel->id;
+		*hi = accel->seq;
+		return;
+	}
+	/* Random, the accelerator id in bits 9:0, never 0, unique here. */
+	do {
+		*lo = get_random_u64() & ~AMDGPU_UALINK_HANDLE_ACCID_MASK_U64;
+		*lo |= accel->id;
+	} while (!*lo || xa_load(&accel->exports, *lo));
+	*hi = get_random_u64();
+}
+
+static int usim_index_export(struct usim_accel *accel, struct usim_export *exp)
+{
+	int ret;
+
+	do {
+		usim_new_handle(accel, &exp->lo, &exp->hi);
+		ret = xa_insert(&accel->exports, exp->lo, exp, GFP_KERNEL);
+	} while (ret == -EBUSY);
+	return ret;
+}
+
+static struct usim_export *usim_export_create(struct usim_accel *accel, struct usim_bo *bo)
+{
+	u64 npages = bo->base.base.size >> PAGE_SHIFT;
+	u64 limit = (u64)READ_ONCE(usim_pin_limit_mib) << (20 - PAGE_SHIFT);
+	struct usim_export *exp;
+	int ret;
+
+	lockdep_assert_held(&usim_pod.lock);
+	/* The pod-wide cap on what exports pin: refused, not OOM. */
+	if (npages > limit || usim_pod.pinned_pages > limit - npages)
+		return ERR_PTR(-ENOSPC);
+	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
+	if (!exp)
+		return ERR_PTR(-ENOMEM);
+	/* The fabric reaches the pages directly: keep them while exported. */
+	ret = drm_gem_shmem_pin(&bo->base);
+	if (ret)
+		goto err_free;
+	exp->accel = accel;
+	exp->bo = bo;
+	INIT_LIST_HEAD(&exp->importers);
+	ret = usim_index_export(accel, exp);
+	if (ret)
+		goto err_unpin;
+	drm_gem_object_get(&bo->base.base);
+	bo->export = exp;
+	usim_pod.exports++;
+	usim_pod.pinned_pages += npages;
+	return exp;
+
+err_unpin:
+	drm_gem_shmem_unpin(&bo->base);
+err_free:
+	kfree(exp);
+	return ERR_PTR(ret);
+}
+
+static int usim_export(struct usim_accel *accel, struct drm_file *file, u32 gem_handle,
+		       u64 *lo, u64 *hi)
+{
+	struct drm_gem_object *obj;
+	struct usim_export *exp;
+	struct usim_bo *bo;
+	u32 allowed;
+	int ret = 0;
+
+	obj = drm_gem_object_lookup(file, gem_handle);
+	if (!obj)
+		return -ENOENT;
+	/* Only this accelerator's own memory has a place in its NPA space. */
+	if (!usim_is_bo(obj) || obj->import_attach || obj->dev != &accel->drm) {
+		ret = -EOPNOTSUPP;
+		goto out_put;
+	}
+	bo = to_usim_bo(obj);
+	/* amdgpu: "Only VRAM BOs can be exported" (preferred domains). */
+	allowed = UALINK_SIM_DOMAIN_VRAM;
+	if (usim_fault(UALINK_SIM_FAULT_GTT_EXPORT))
+		allowed |= UALINK_SIM_DOMAIN_GTT;
+	if (!(bo->domains & allowed)) {
+		ret = -EOPNOTSUPP;
+		goto out_put;
+	}
+
+	mutex_lock(&usim_pod.lock);
+	/*
+	 * The ioctl checked accel_state unlocked: if the node went offline
+	 * since, its cleanup has run and nothing may be registered after it.
+	 */
+	if (accel->state != USIM_STATE_ACTIVE) {
+		ret = -EOPNOTSUPP;
+		goto out_unlock;
+	}
+	/* Its last handle went while we looked it up. */
+	if (!bo->handles) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	exp = bo->export;
+	if (exp && usim_fault(UALINK_SIM_FAULT_EXPORT_NOT_IDEMPOTENT)) {
+		xa_erase(&accel->exports, exp->lo);
+		ret = usim_index_export(accel, exp);
+		if (ret) {
+			/* Unindexed, it could never be found again. */
+			usim_export_destroy(exp);
+			goto out_unlock;
+		}
+	}
+	if (!exp) {
+		exp = usim_export_create(accel, bo);
+		if (IS_ERR(exp)) {
+			ret = PTR_ERR(exp);
+			goto out_unlock;
+		}
+	}
+	*lo = exp->lo;
+	*hi = exp->hi;
+out_unlock:
+	mutex_unlock(&usim_pod.lock);
+out_put:
+	drm_gem_object_put(obj);
+	return ret;
+}
+
+/* Import */
+
+/* The BO of a revoked handle, when UALINK_SIM_FAULT_LOCAL_IMPORT_REVOKED keeps it. */
+static struct drm_gem_object *usim_find_revoked(struct usim_accel *accel, u64 lo, u64 hi)
+{
+	struct usim_revoked *r;
+
+	lockdep_assert_held(&usim_pod.lock);
+	if (!usim_fault(UALINK_SIM_FAULT_LOCAL_IMPORT_REVOKED))
+		return NULL;
+	r = xa_load(&accel->revoked, lo);
+	return r && r->hi == hi ? r->obj : NULL;
+}
+
+/* amdgpu_ualink_local_import(): no NPA, the exporter's own dma-buf. */
+static struct dma_buf *usim_local_import(struct usim_accel *accel, struct drm_file *file,
+					 u64 lo, u64 hi)
+{
+	struct drm_gem_object *obj;
+	struct usim_export *exp;
+	struct dma_buf *dmabuf;
+
+	mutex_lock(&usim_pod.lock);
+	exp = xa_load(&accel->exports, lo);
+	if (exp && (exp->hi == hi || usim_fault(UALINK_SIM_FAULT_LOCAL_LOW_HALF_MATCH)))
+		obj = &exp->bo->base.base;
+	else
+		obj = usim_find_revoked(accel, lo, hi);
+	if (!obj) {
+		mutex_unlock(&usim_pod.lock);
+		return ERR_PTR(-EINVAL);
+	}
+	drm_gem_object_get(obj);
+	mutex_unlock(&usim_pod.lock);
+
+	/* object_name_lock is never taken under usim_pod.lock. */
+	dmabuf = usim_bo_dmabuf(file, obj);
+	drm_gem_object_put(obj);
+	return dmabuf;
+}
+
+/* Imported here before: a new reference to the same object. */
+static struct usim_import *usim_find_import(struct usim_accel *accel, u64 lo, u64 hi, int *err)
+{
+	struct usim_import *imp;
+
+	*err = 0;
+	if (usim_fault(UALINK_SIM_FAULT_REIMPORT_NEW_OBJECT))
+		return NULL;
+	list_for_each_entry(imp, &accel->imports, imp_link) {
+		if (imp->lo != lo)
+			continue;
+		/* The posted driver matches handle_lo alone here. */
+		if (imp->hi != hi && !usim_fault(UALINK_SIM_FAULT_LOW_HALF_MATCH)) {
+			*err = -EINVAL;
+			return NULL;
+		}
+		return imp;
+	}
+	return NULL;
+}
+
+/*
+ * The NPA-REQ/NPA-RSP exchange with the exporter, done directly: peers of
+ * the model share one lock instead of a firmware mailbox.
+ */
+static struct usim_import *usim_import_create(struct usim_accel *accel, struct usim_accel *peer,
+					      u64 lo, u64 hi, int *err)
+{
+	struct usim_remote *obj;
+	struct usim_import *imp;
+	struct usim_export *exp;
+	struct dma_buf *dmabuf;
+	size_t size;
+
+	/* An offline peer never answers: amdgpu times the request out. */
+	if (peer->state != USIM_STATE_ACTIVE) {
+		*err = -ETIMEDOUT;
+		return NULL;
+	}
+	exp = xa_load(&peer->exports, lo);
+	if (!exp || (exp->hi != hi && !usim_fault(UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF))) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	size = exp->bo->base.base.size;
+
+	imp = kzalloc(sizeof(*imp), GFP_KERNEL);
+	obj = kzalloc(sizeof(*obj), GFP_KERNEL);
+	if (!imp || !obj) {
+		kfree(imp);
+		kfree(obj);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	obj->base.funcs = &usim_remote_funcs;
+	drm_gem_private_object_init(&accel->drm, &obj->base, size);
+	atomic64_inc(&usim_pod.remote_objects);
+	dmabuf = drm_gem_prime_export(&obj->base, O_RDWR);
+	/* From here on the dma-buf holds the object. */
+	drm_gem_object_put(&obj->base);
+	if (IS_ERR(dmabuf)) {
+		kfree(imp);
+		*err = PTR_ERR(dmabuf);
+		return NULL;
+	}
+
+	imp->importer = accel;
+	imp->exp = exp;
+	imp->obj = obj;
+	imp->dmabuf = dmabuf;
+	imp->lo = lo;
+	imp->hi = hi;
+	imp->npa = ((u64)peer->id << USIM_NPA_GPUID_SHIFT) | peer->npa_next;
+	peer->npa_next = (peer->npa_next + PAGE_ALIGN(size)) & GENMASK_ULL(40, 0);
+	if (peer->npa_next < USIM_NPA_FIRST)
+		peer->npa_next = USIM_NPA_FIRST;
+	obj->imp = imp;
+	/* "Exported memory is pinned": once per importer, as amdgpu does. */
+	if (!usim_fault(UALINK_SIM_FAULT_NO_IMPORT_PIN)) {
+		exp->bo->pins++;
+		imp->pinned = true;
+		usim_pod.pins++;
+	}
+	list_add_tail(&imp->exp_link, &exp->importers);
+	list_add_tail(&imp->imp_link, &accel->imports);
+	usim_pod.imports++;
+	return imp;
+}
+
+/* The caller's reference to the dma-buf to hand out in *out. */
+static int usim_import(struct usim_accel *accel, struct drm_file *file, u64 lo, u64 hi,
+		       struct dma_buf **out, u64 *npa)
+{
+	u32 id = lo & AMDGPU_UALINK_HANDLE_ACCID_MASK_U64;
+	struct usim_import *imp = NULL;
+	struct dma_buf *dmabuf = NULL;
+	struct usim_accel *peer;
+	int ret = 0;
+
+	*npa = 0;
+	if (id >= AMDGPU_UALINK_ACCEL_MAX_IDS)
+		return -EINVAL;
+
+	mutex_lock(&usim_pod.lock);
+	peer = id < usim_pod.n ? usim_pod.accel[id] : NULL;
+	/* Gone offline since the unlocked check: as in usim_export(). */
+	if (accel->state != USIM_STATE_ACTIVE) {
+		peer = NULL;
+		ret = -EOPNOTSUPP;
+	} else if (!peer) {
+		ret = -ENODEV;
+	} else if (peer != accel) {
+		imp = usim_find_import(accel, lo, hi, &ret);
+		if (!imp && !ret)
+			imp = usim_import_create(accel, peer, lo, hi, &ret);
+	}
+	if (imp) {
+		dmabuf = imp->dmabuf;
+		get_dma_buf(dmabuf);
+		*npa = imp->npa;
+	}
+	mutex_unlock(&usim_pod.lock);
+
+	if (peer == accel) {
+		dmabuf = usim_local_import(accel, file, lo, hi);
+		if (IS_ERR(dmabuf))
+			return PTR_ERR(dmabuf);
+	} else if (!imp) {
+		return ret;
+	}
+	*out = dmabuf;
+	return 0;
+}
+
+/* Whether nonzero flags are refused: by the contract always, on every path. */
+static bool usim_flags_checked(struct usim_accel *accel, u32 op, u64 lo)
+{
+	bool peer_import = op == DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT &&
+			   (lo & AMDGPU_UALINK_HANDLE_ACCID_MASK_U64) != accel->id;
+
+	if (usim_fault(UALINK_SIM_FAULT_FLAGS_UNCHECKED))
+		return false;
+	return !(peer_import && usim_fault(UALINK_SIM_FAULT_PEER_FLAGS_UNCHECKED));
+}
+
+/* DRM_IOCTL_AMDGPU_UALINK_HANDLE */
+int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
+{
+	union drm_amdgpu_ualink_handle *args = data;
+	struct usim_accel *accel = to_accel(dev);
+	bool state_late = usim_fault(UALINK_SIM_FAULT_STATE_AFTER_OP);
+	struct usim_pending_fd *pending;
+	struct dma_buf *dmabuf;
+	u32 op, flags, gem_handle;
+	u64 lo, hi, npa;
+	int ret, fd;
+
+	/* As amdgpu: not an active member of a pod, nothing else is looked at. */
+	if (!state_late && READ_ONCE(accel->state) != USIM_STATE_ACTIVE)
+		return -EOPNOTSUPP;
+
+	/* in and out alias each other: latch every input before any output. */
+	op = args->in.op;
+	flags = args->in.flags;
+	gem_handle = args->in.gem_handle;
+	lo = args->in.import_ualink_handle[0];
+	hi = args->in.import_ualink_handle[1];
+	if (usim_fault(UALINK_SIM_FAULT_GEM_HANDLE_WIDE))
+		gem_handle = lo > U32_MAX ? 0 : lo;
+
+	/* No flag is defined: refuse them all, so they can get a meaning later. */
+	if (flags && usim_flags_checked(accel, op, lo))
+		return -EINVAL;
+	if (op != DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT && op != DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT)
+		return -EINVAL;
+	if (state_late && READ_ONCE(accel->state) != USIM_STATE_ACTIVE)
+		return -EOPNOTSUPP;
+
+	if (op == DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT) {
+		ret = usim_export(accel, file, gem_handle, &lo, &hi);
+		if (!ret) {
+			args->out.export_ualink_handle[0] = lo;
+			args->out.export_ualink_handle[1] = hi;
+		}
+		return ret;
+	}
+
+	/* Only usim_fops reach here, and they always give the slot. */
+	pending = usim_pending_find();
+	if (WARN_ON_ONCE(!pending || pending->dmabuf))
+		return -EINVAL;
+	ret = usim_import(accel, file, lo, hi, &dmabuf, &npa);
+	if (ret)
+		return ret;
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		dma_buf_put(dmabuf);
+		return fd;
+	}
+	pending->dmabuf = dmabuf;
+	pending->fd = fd;
+	args->out.import_dmabuf_handle = fd;
+	if (npa && usim_fault(UALINK_SIM_FAULT_NPA_LEAK))
+		args->out.export_ualink_handle[1] = npa;
+	return 0;
+}
+
+/* Model-only ioctls: the fabric and the pod */
+
+/* Copies between @buf and the exporter's pages, pinned while exported. */
+static void usim_fabric_copy(struct usim_bo *bo, u64 offset, void *buf, size_t size, bool write)
+{
+	while (size) {
+		struct page *page = bo->base.pages[offset >> PAGE_SHIFT];
+		size_t in_page = offset & ~PAGE_MASK;
+		size_t len = min_t(size_t, size, PAGE_SIZE - in_page);
+		void *vaddr = kmap_local_page(page);
+
+		if (write)
+			memcpy(vaddr + in_page, buf, len);
+		else
+			memcpy(buf, vaddr + in_page, len);
+		kunmap_local(vaddr);
+		buf += len;
+		offset += len;
+		size -= len;
+	}
+}
+
+int usim_remote_access_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
+{
+	struct drm_ualink_sim_remote_access *args = data;
+	bool write = args->op == UALINK_SIM_ACCESS_WRITE;
+	void __user *user = u64_to_user_ptr(args->data);
+	struct drm_gem_object *obj;
+	struct usim_import *imp;
+	void *buf;
+	int ret = 0;
+
+	if (args->op > UALINK_SIM_ACCESS_WRITE || !args->size ||
+	    args->size > UALINK_SIM_ACCESS_MAX)
+		return -EINVAL;
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	if (!usim_is_remote(obj) || args->offset > obj->size ||
+	    args->size > obj->size - args->offset) {
+		ret = -EINVAL;
+		goto out_put;
+	}
+	/* A bounce buffer: no user page fault while usim_pod.lock is held. */
+	buf = kvmalloc(args->size, GFP_KERNEL);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out_put;
+	}
+	if (write && copy_from_user(buf, user, args->size)) {
+		ret = -EFAULT;
+		goto out_free;
+	}
+	mutex_lock(&usim_pod.lock);
+	imp = to_usim_remote(obj)->imp;
+	if (imp)
+		usim_fabric_copy(imp->exp->bo, args->offset, buf, args->size, write);
+	else
+		ret = -ENOLINK;
+	mutex_unlock(&usim_pod.lock);
+	if (!ret && !write && copy_to_user(user, buf, args->size))
+		ret = -EFAULT;
+out_free:
+	kvfree(buf);
+out_put:
+	drm_gem_object_put(obj);
+	return ret;
+}
+
+int usim_pod_stats_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
+{
+	struct drm_ualink_sim_pod_stats *args = data;
+
+	memset(args, 0, sizeof(*args));
+	args->accel_id = to_accel(dev)->id;
+	mutex_lock(&usim_pod.lock);
+	args->accelerators = usim_pod.n;
+	args->exports = usim_pod.exports;
+	args->imports = usim_pod.imports;
+	args->pins = usim_pod.pins;
+	args->resets = usim_pod.resets;
+	mutex_unlock(&usim_pod.lock);
+	args->pinned_bytes = usim_pod.pinned_pages << PAGE_SHIFT;
+	args->pin_limit_bytes = (u64)READ_ONCE(usim_pin_limit_mib) << 20;
+	args->bos = atomic64_read(&usim_pod.bos);
+	args->remote_objects = atomic64_read(&usim_pod.remote_objects);
+	return 0;
+}
