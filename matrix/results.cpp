@@ -16,14 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-verdict parse_verdict(const std::string &s)
-{
-	for (verdict v : {verdict::pass, verdict::fail, verdict::skip, verdict::error})
-		if (s == name(v))
-			return v;
-	return verdict::error;
-}
-
 void count(run_summary &s, verdict v)
 {
 	switch (v) {
@@ -41,7 +33,7 @@ run_summary summarize_json(const json &cases)
 {
 	run_summary s;
 	for (const auto &c : cases)
-		count(s, parse_verdict(c.value("verdict", "error")));
+		count(s, verdict_of(c.value("verdict", "error")));
 	return s;
 }
 

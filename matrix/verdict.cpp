@@ -14,6 +14,25 @@ const char *name(verdict v)
 	return "error";
 }
 
+const char *upper_name(verdict v)
+{
+	switch (v) {
+	case verdict::pass: return "PASS";
+	case verdict::fail: return "FAIL";
+	case verdict::skip: return "SKIP";
+	case verdict::error: return "ERROR";
+	}
+	return "ERROR";
+}
+
+verdict verdict_of(std::string_view text)
+{
+	for (verdict v : {verdict::pass, verdict::fail, verdict::skip})
+		if (text == name(v))
+			return v;
+	return verdict::error;
+}
+
 verdict worst(verdict a, verdict b)
 {
 	auto rank = [](verdict v) {

@@ -87,7 +87,7 @@ namespace {
 // same kernel twice (a rerun): the worse verdict stands, the samples add up.
 struct kernel_record {
 	kernel_config kernel;
-	outcome result = outcome::error;
+	verdict result = verdict::error;
 	std::string reason, expected, observed;
 	std::vector<double> latency_ns;
 };
@@ -230,17 +230,17 @@ std::vector<record_pair> pair_by_kernel(const std::vector<kernel_record> &old_re
 	return out;
 }
 
-verdict_change classify(outcome before, outcome after)
+verdict_change classify(verdict before, verdict after)
 {
 	if (before == after)
 		return verdict_change::unchanged;
-	if (after == outcome::pass)
+	if (after == verdict::pass)
 		return verdict_change::improvement;
-	if (before == outcome::pass && (after == outcome::fail || after == outcome::error))
+	if (before == verdict::pass && (after == verdict::fail || after == verdict::error))
 		return verdict_change::regression;
 	// Coverage lost is a regression: a kernel on which the module does not
 	// load (or the device is gone) must not pass the gate by skipping.
-	if (before == outcome::pass && after == outcome::skip)
+	if (before == verdict::pass && after == verdict::skip)
 		return verdict_change::skipped;
 	return verdict_change::changed;
 }
@@ -248,10 +248,10 @@ verdict_change classify(outcome before, outcome after)
 // Why NEW's record is not a pass.
 std::string detail_of(const kernel_record &r)
 {
-	if (r.result == outcome::fail)
+	if (r.result == verdict::fail)
 		return "expected " + r.expected + ", observed " + r.observed +
 		       (r.reason.empty() ? "" : ": " + one_line(r.reason));
-	return r.result == outcome::pass ? "" : one_line(r.reason);
+	return r.result == verdict::pass ? "" : one_line(r.reason);
 }
 
 case_comparison row_of(const case_key &key, const kernel_record *o, const kernel_record *n)
@@ -340,7 +340,7 @@ std::string row_kernels(const case_comparison &cc)
 	return kernel_text(cc.kernel_before) + " -> " + kernel_text(cc.kernel_after);
 }
 
-std::string verdict_text(const std::optional<outcome> &o, const char *none)
+std::string verdict_text(const std::optional<verdict> &o, const char *none)
 {
 	return o ? name(*o) : none;
 }
@@ -462,13 +462,13 @@ std::string text_latency(const comparison &c, size_t key_w, size_t kernel_w)
 std::string markdown_row(const comparison &c, const case_comparison &cc)
 {
 	const bool bad = is_regression(cc.change);
-	auto verdict = [](const std::optional<outcome> &o) { return o ? std::string(upper_name(*o)) : "-"; };
+	auto verdict_cell = [](const std::optional<verdict> &o) { return o ? std::string(upper_name(*o)) : "-"; };
 	std::string row = "| " + markdown_text(cc.label) + " | " + markdown_text(cc.key.suite) + " | " +
 			  markdown_text(cc.key.placement.empty() ? "-" : cc.key.placement) + " | ";
 	if (c.kernels_per_row())
 		row += markdown_text(kernel_text(cc.kernel_before)) + " | " +
 		       markdown_text(kernel_text(cc.kernel_after)) + " | ";
-	return row + verdict(cc.before) + " | " + verdict(cc.after) + " | " + (bad ? "**" : "") +
+	return row + verdict_cell(cc.before) + " | " + verdict_cell(cc.after) + " | " + (bad ? "**" : "") +
 	       markdown_text(name(cc.change)) + (bad ? "**" : "") + " | " +
 	       markdown_text(cc.detail.empty() ? "-" : cc.detail) + " | " +
 	       markdown_text(latency_cell(cc.latency_before)) + " | " + markdown_text(latency_cell(cc.latency_after)) +
@@ -483,12 +483,12 @@ json stats_json(const std::optional<sample_stats> &s)
 		{"max_ns", s->max},	  {"p25_ns", s->p25}, {"p75_ns", s->p75}};
 }
 
-json side_json(const std::optional<outcome> &verdict, const std::optional<kernel_config> &kernel,
+json side_json(const std::optional<verdict> &result, const std::optional<kernel_config> &kernel,
 	       const std::optional<sample_stats> &latency)
 {
-	if (!verdict)
+	if (!result)
 		return nullptr;
-	return {{"verdict", name(*verdict)}, {"kernel", kernel_text(kernel)}, {"latency", stats_json(latency)}};
+	return {{"verdict", name(*result)}, {"kernel", kernel_text(kernel)}, {"latency", stats_json(latency)}};
 }
 
 json run_json(const compared_run &r)

@@ -55,7 +55,7 @@ struct case_comparison {
 	case_key key;
 	std::string label;	// the id, with the placement where the id has several
 	std::optional<report::kernel_config> kernel_before, kernel_after;	// nullopt: no record
-	std::optional<report::outcome> before, after;
+	std::optional<verdict> before, after;
 	verdict_change change = verdict_change::unchanged;
 	std::string detail;	// the new reason, for what got worse
 	std::optional<report::sample_stats> latency_before, latency_after;

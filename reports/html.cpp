@@ -44,30 +44,30 @@ std::string shorten(std::string s, size_t max)
 	return s.substr(0, cut) + "\u2026";
 }
 
-const char *verdict_class(outcome o)
+const char *verdict_class(verdict o)
 {
 	switch (o) {
-	case outcome::pass: return "v-pass";
-	case outcome::fail: return "v-fail";
-	case outcome::skip: return "v-skip";
-	case outcome::error: break;
+	case verdict::pass: return "v-pass";
+	case verdict::fail: return "v-fail";
+	case verdict::skip: return "v-skip";
+	case verdict::error: break;
 	}
 	return "v-error";
 }
 
-std::string badge(outcome o)
+std::string badge(verdict o)
 {
 	return std::string("<span class=\"badge ") + verdict_class(o) + "\">" + upper_name(o) + "</span>";
 }
 
 // Colours of the verdicts (dots of a single-kernel plot) and of kernels.
-const char *verdict_color(outcome o)
+const char *verdict_color(verdict o)
 {
 	switch (o) {
-	case outcome::pass: return "#1a7f37";
-	case outcome::fail: return "#cf222e";
-	case outcome::skip: return "#6e7781";
-	case outcome::error: break;
+	case verdict::pass: return "#1a7f37";
+	case verdict::fail: return "#cf222e";
+	case verdict::skip: return "#6e7781";
+	case verdict::error: break;
 	}
 	return "#bc4c00";
 }
@@ -240,7 +240,7 @@ std::vector<suite_grid> grids_of(const run_view &run)
 
 std::string cell_html(const case_view &c)
 {
-	const std::string detail = c.result == outcome::pass ? c.observed : c.reason.empty() ? c.observed : c.reason;
+	const std::string detail = c.result == verdict::pass ? c.observed : c.reason.empty() ? c.observed : c.reason;
 	std::ostringstream out;
 	out << "<a class=\"cell " << verdict_class(c.result) << "\" href=\"#" << ha(c.anchor) << "\" data-case=\""
 	    << ha(c.id) << "\" title=\"" << ha(c.title() + ": " + upper_name(c.result) + " \u2014 " + detail)
@@ -597,7 +597,7 @@ void render_registrations(std::ostringstream &out, const case_view &c)
 
 void render_case(std::ostringstream &out, const run_view &run, const case_view &c)
 {
-	const bool open = c.result == outcome::fail || c.result == outcome::error;
+	const bool open = c.result == verdict::fail || c.result == verdict::error;
 	out << "<details class=\"case " << verdict_class(c.result) << "\" id=\"" << ha(c.anchor) << "\""
 	    << (open ? " open" : "") << ">\n<summary>" << badge(c.result) << " <b>" << h(c.title()) << "</b>";
 	std::string where;
@@ -611,7 +611,7 @@ void render_case(std::ostringstream &out, const run_view &run, const case_view &
 		where += (where.empty() ? "" : " \u00b7 ") + c.kernel.label();
 	if (!where.empty())
 		out << "<span class=\"where\">" << h(where) << "</span>";
-	if (c.result != outcome::pass) {
+	if (c.result != verdict::pass) {
 		if (!c.reason.empty())
 			out << "<span class=\"why\">" << h(shorten(c.reason, 240)) << "</span>";
 	} else if (c.observed != "-") {
@@ -749,8 +749,8 @@ void render_banner(std::ostringstream &out, const run_view &run, const json &doc
 	if (run.several_kernels())
 		out << " on " << run.kernels.size() << " kernels";
 	out << "</span></div>\n<div class=\"counts\">";
-	for (auto [o, n] : {std::pair{outcome::fail, run.fail}, std::pair{outcome::error, run.error},
-			    std::pair{outcome::pass, run.pass}, std::pair{outcome::skip, run.skip}})
+	for (auto [o, n] : {std::pair{verdict::fail, run.fail}, std::pair{verdict::error, run.error},
+			    std::pair{verdict::pass, run.pass}, std::pair{verdict::skip, run.skip}})
 		out << "<span class=\"count " << verdict_class(o) << (n ? "" : " zero") << "\">" << n << " " << name(o)
 		    << "</span>";
 	out << "</div>\n<div class=\"meta\">";
@@ -783,9 +783,9 @@ void render_failures(std::ostringstream &out, const run_view &run)
 		out << "<p class=\"allgood\">No case failed or ended in error.</p>\n";
 	} else {
 		std::vector<std::vector<const case_view *>> items;
-		std::map<std::tuple<outcome, std::string_view, std::string_view, std::string_view>, size_t> index;
+		std::map<std::tuple<verdict, std::string_view, std::string_view, std::string_view>, size_t> index;
 		for (const auto *c : ordered) {
-			if (c->result != outcome::fail && c->result != outcome::error)
+			if (c->result != verdict::fail && c->result != verdict::error)
 				continue;
 			const auto [it, fresh] = index.emplace(std::tuple{c->result, std::string_view(c->reason),
 									  std::string_view(c->expected),
@@ -863,7 +863,7 @@ void render_matrix(std::ostringstream &out, const run_view &run)
 	for (const auto &g : grids_of(run))
 		render_grid(out, run, g);
 	out << "<div class=\"legend\">";
-	for (auto o : {outcome::pass, outcome::fail, outcome::error, outcome::skip})
+	for (auto o : {verdict::pass, verdict::fail, verdict::error, verdict::skip})
 		out << "<span><span class=\"sw " << verdict_class(o) << "\"></span>" << name(o) << "</span>";
 	out << "<span>click a cell for its evidence</span></div>\n</section>\n";
 }

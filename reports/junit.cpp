@@ -119,9 +119,9 @@ void render_testsuite_tag(std::ostringstream &out, const run_view &run, const su
 	int failures = 0, errors = 0, skipped = 0;
 	double ns = 0;
 	for (const auto *c : g.cases) {
-		failures += c->result == outcome::fail;
-		errors += c->result == outcome::error;
-		skipped += c->result == outcome::skip;
+		failures += c->result == verdict::fail;
+		errors += c->result == verdict::error;
+		skipped += c->result == verdict::skip;
 		ns += c->duration_ns.value_or(0);
 	}
 	std::string suite_name = "pinmatrix." + g.suite;
@@ -168,16 +168,16 @@ void render_verdict(std::ostringstream &out, const run_view &run, const case_vie
 {
 	const std::string reason = one_line(c.reason);
 	switch (c.result) {
-	case outcome::pass:
+	case verdict::pass:
 		break;
-	case outcome::fail:
+	case verdict::fail:
 		out << "      <failure type=\"verdict\" message=\""
 		    << attr(reason.empty() ? "expected " + c.expected + ", observed " + c.observed : reason) << "\">"
 		    << escape_markup("expected: " + c.expected + "\nobserved: " + c.observed + "\nreason: " + c.reason +
 				     "\n")
 		    << "</failure>\n";
 		break;
-	case outcome::error: {
+	case verdict::error: {
 		std::string body = c.reason + "\n";
 		if (auto serial = serial_excerpt_for(run, c); !serial.text.empty())
 			body += "\nserial log:\n" + serial.text;
@@ -185,7 +185,7 @@ void render_verdict(std::ostringstream &out, const run_view &run, const case_vie
 		    << "</error>\n";
 		break;
 	}
-	case outcome::skip:
+	case verdict::skip:
 		out << "      <skipped message=\"" << attr(reason) << "\"/>\n";
 		break;
 	}

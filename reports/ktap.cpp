@@ -123,17 +123,17 @@ void render_result(std::ostringstream &out, const run_view &run, const case_view
 		desc += " on " + c.kernel.label();
 	desc = description_text(desc);
 	switch (c.result) {
-	case outcome::pass:
+	case verdict::pass:
 		out << "ok " << number << ' ' << desc << '\n';
 		break;
-	case outcome::skip:
+	case verdict::skip:
 		out << "ok " << number << ' ' << desc << " # SKIP " << one_line(c.reason) << '\n';
 		break;
-	case outcome::fail:
+	case verdict::fail:
 		diagnostic(out, c.id + ": " + c.reason);
 		out << "not ok " << number << ' ' << desc << '\n';
 		break;
-	case outcome::error:
+	case verdict::error:
 		render_serial_log(out, run, c, shown_guests);
 		out << "not ok " << number << ' ' << desc << " # ERROR " << one_line(c.reason) << '\n';
 		break;
@@ -152,7 +152,7 @@ std::string format_ktap(const json &doc)
 	std::set<std::string> shown_guests;
 	size_t number = 0;
 	for (const auto &c : run.cases) {
-		if (c.result != outcome::skip)
+		if (c.result != verdict::skip)
 			render_facts(out, c);
 		render_kernel_paths(out, c);
 		render_result(out, run, c, ++number, shown_guests);

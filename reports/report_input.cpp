@@ -36,39 +36,6 @@ results_file load_results(const fs::path &dir_or_file)
 	return r;
 }
 
-outcome outcome_of(std::string_view verdict)
-{
-	if (verdict == "pass")
-		return outcome::pass;
-	if (verdict == "fail")
-		return outcome::fail;
-	if (verdict == "skip")
-		return outcome::skip;
-	return outcome::error;
-}
-
-const char *name(outcome o)
-{
-	switch (o) {
-	case outcome::pass: return "pass";
-	case outcome::fail: return "fail";
-	case outcome::skip: return "skip";
-	case outcome::error: break;
-	}
-	return "error";
-}
-
-const char *upper_name(outcome o)
-{
-	switch (o) {
-	case outcome::pass: return "PASS";
-	case outcome::fail: return "FAIL";
-	case outcome::skip: return "SKIP";
-	case outcome::error: break;
-	}
-	return "ERROR";
-}
-
 std::string kernel_config::label() const
 {
 	std::string out = name.empty() || name == release ? release : name + " " + release;
@@ -385,7 +352,7 @@ run_view view_run(const json &doc)
 		c.name = text_at(record, "name", c.id);
 		c.placement = text_at(record, "placement");
 		c.suite = suite_of(record, c.id, c.placement);
-		c.result = outcome_of(text_at(record, "verdict", "error"));
+		c.result = verdict_of(text_at(record, "verdict", "error"));
 		c.reason = text_at(record, "reason");
 		c.kernel = kernel_of(doc, record);
 		c.first_pin = text_at(record, "first_pin_label", text_at(record, "first_pin"));
@@ -410,24 +377,24 @@ run_view view_run(const json &doc)
 		c.anchor = anchor;
 
 		switch (c.result) {
-		case outcome::pass: run.pass++; break;
-		case outcome::fail: run.fail++; break;
-		case outcome::skip: run.skip++; break;
-		case outcome::error: run.error++; break;
+		case verdict::pass: run.pass++; break;
+		case verdict::fail: run.fail++; break;
+		case verdict::skip: run.skip++; break;
+		case verdict::error: run.error++; break;
 		}
 		run.cases.push_back(std::move(c));
 	}
 	if (run.error)
-		run.overall = outcome::error;
+		run.overall = verdict::error;
 	else if (run.fail)
-		run.overall = outcome::fail;
+		run.overall = verdict::fail;
 	else if (run.pass)
-		run.overall = outcome::pass;
+		run.overall = verdict::pass;
 	else
-		run.overall = outcome::skip;
+		run.overall = verdict::skip;
 	// A run that never reported its cases is not a pass.
 	if (run.cases.empty() && incomplete(doc))
-		run.overall = outcome::error;
+		run.overall = verdict::error;
 	return run;
 }
 
@@ -484,12 +451,12 @@ std::vector<const case_view *> run_view::worst_first() const
 	std::vector<const case_view *> out;
 	for (const auto &c : cases)
 		out.push_back(&c);
-	auto rank = [](outcome o) {
+	auto rank = [](verdict o) {
 		switch (o) {
-		case outcome::fail: return 0;
-		case outcome::error: return 1;
-		case outcome::skip: return 2;
-		case outcome::pass: break;
+		case verdict::fail: return 0;
+		case verdict::error: return 1;
+		case verdict::skip: return 2;
+		case verdict::pass: break;
 		}
 		return 3;
 	};
@@ -503,7 +470,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> run_view::skip_rea
 	std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
 	std::map<std::string_view, size_t> index;
 	for (const auto &c : cases) {
-		if (c.result != outcome::skip)
+		if (c.result != verdict::skip)
 			continue;
 		const auto [it, fresh] = index.emplace(c.reason, reasons.size());
 		if (fresh)
@@ -515,7 +482,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> run_view::skip_rea
 
 case_serial serial_excerpt_for(const run_view &run, const case_view &c)
 {
-	if (c.result != outcome::error)
+	if (c.result != verdict::error)
 		return {};
 	if (const json *vm = member(*c.record, "vm"))
 		if (auto own = text_at(*vm, "serial_excerpt"); !own.empty())

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text.hpp"
+#include "verdict.hpp"
 
 namespace pinmatrix::report {
 
@@ -44,11 +45,6 @@ results_file load_results(const std::filesystem::path &dir_or_file);
 // ("case 3 (B)") and what is wrong.
 void check_schema(const json &doc, const std::string &where);
 
-// Verdicts in the order a reader should meet them: worst first.
-enum class outcome { error, fail, skip, pass };
-outcome outcome_of(std::string_view verdict);	// anything unknown is an error
-const char *name(outcome o);			// "error", "fail", "skip", "pass"
-const char *upper_name(outcome o);		// "ERROR", ...
 
 // The kernel axis of the grid: a kernel and how it was booted. A merged
 // matrix run names both per record (`kernel` {name, release, source},
@@ -68,7 +64,7 @@ struct case_view {
 	// The record's ("pin", "ualink", ...); without one, the id's part
 	// before '/', else "pin" for a case with a placement, else "other".
 	std::string suite;
-	outcome result = outcome::error;
+	verdict result = verdict::error;
 	std::string reason;		// empty for a pass
 	kernel_config kernel;
 	std::string placement;		// empty when the suite has no placements
@@ -90,7 +86,7 @@ struct run_view {
 	std::vector<case_view> cases;		// document order
 	std::vector<kernel_config> kernels;	// in order of first appearance
 	int pass = 0, fail = 0, skip = 0, error = 0;
-	outcome overall = outcome::skip;	// KernelCI order: error > fail > pass > skip
+	verdict overall = verdict::skip;	// KernelCI order: error > fail > pass > skip
 
 	bool several_kernels() const { return kernels.size() > 1; }
 	size_t total() const { return cases.size(); }

@@ -16,10 +16,10 @@ using namespace report;
 
 namespace {
 
-std::string verdict_text(outcome o)
+std::string verdict_text(verdict o)
 {
 	// Non-pass verdicts stand out in a table.
-	return o == outcome::pass ? "PASS" : std::string("**") + upper_name(o) + "**";
+	return o == verdict::pass ? "PASS" : std::string("**") + upper_name(o) + "**";
 }
 
 std::string latency_text(const case_view &c)
@@ -50,7 +50,7 @@ std::vector<id_row> cases_by_id(const run_view &run)
 			rows.push_back({c.id, std::vector<const case_view *>(run.kernels.size(), nullptr)});
 		id_row &row = rows[it->second];
 		row.per_kernel[c.kernel_index] = &c;
-		row.all_pass &= c.result == outcome::pass;
+		row.all_pass &= c.result == verdict::pass;
 	}
 	return rows;
 }
@@ -88,13 +88,13 @@ void render_failing(std::ostringstream &out, const run_view &run)
 		return;
 	out << "\n#### Failing\n\n";
 	for (const auto *c : run.worst_first()) {
-		if (c->result != outcome::fail && c->result != outcome::error)
+		if (c->result != verdict::fail && c->result != verdict::error)
 			continue;
 		out << "- **" << markdown_text(c->title()) << "** " << upper_name(c->result);
 		if (run.several_kernels())
 			out << " on `" << c->kernel.label() << "`";
 		out << ": " << markdown_text(c->reason.empty() ? "(no reason recorded)" : c->reason);
-		if (c->result == outcome::fail)
+		if (c->result == verdict::fail)
 			out << " (expected " << markdown_text(c->expected) << ", observed "
 			    << markdown_text(c->observed) << ")";
 		out << "\n";
@@ -175,7 +175,7 @@ void render_case_rows(std::ostringstream &out, const run_view &run, bool only_ba
 	out << "| case | placement | first pin | expected | observed | verdict | latency |\n"
 	    << "|---|---|---|---|---|---|---|\n";
 	for (const auto &c : run.cases) {
-		if (only_bad && c.result == outcome::pass)
+		if (only_bad && c.result == verdict::pass)
 			continue;
 		out << "| " << markdown_text(c.title()) << " | "
 		    << markdown_text(c.placement.empty() ? "-" : c.placement) << " | "

@@ -57,7 +57,7 @@ void regenerate_reports(const fs::path &dir_or_file, const fs::path &out)
 	fs::create_directories(dir);
 	write_files(dir, files);
 	const auto run = report::view_run(results.doc);
-	std::cout << "pinmatrix report: " << report::upper_name(run.overall) << " (pass " << run.pass << ", fail "
+	std::cout << "pinmatrix report: " << upper_name(run.overall) << " (pass " << run.pass << ", fail "
 		  << run.fail << ", skip " << run.skip << ", error " << run.error << "); wrote results.ktap, "
 		  << "junit.xml, report.html and summary.md in " << dir.string() << "\n";
 }

@@ -45,7 +45,7 @@ size_t lines_of(const std::string &s)
 
 TEST(ReportCompare, VerdictChangesAreClassified)
 {
-	using report::outcome;
+	using pinmatrix::verdict;
 	json before = sample_run();
 	json after = sample_run();
 	record(after, "B")["verdict"] = "fail";
