@@ -97,8 +97,6 @@ const char *series_color(const std::string &name, size_t i)
 	return palette[i % (sizeof(palette) / sizeof(palette[0]))];
 }
 
-std::string h(std::string_view s) { return escape_markup(s); }
-
 std::string bytes_text(double b)
 {
 	char buf[32];

@@ -23,11 +23,6 @@ using namespace report;
 
 namespace {
 
-std::string h(std::string_view s)
-{
-	return escape_markup(s);
-}
-
 std::string ha(std::string_view s)
 {
 	return escape_markup(s, true);

@@ -207,6 +207,8 @@ std::string pad_to_width(std::string s, size_t width);
 // U+FFFE, U+FFFF) with U+FFFD. In attributes, tabs and newlines become
 // character references so they survive attribute normalisation.
 std::string escape_markup(std::string_view s, bool attribute = false);
+// The HTML pages' short name for it, in text.
+inline std::string h(std::string_view s) { return escape_markup(s); }
 
 struct sample_stats {
 	size_t n = 0;

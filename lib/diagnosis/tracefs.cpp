@@ -110,11 +110,13 @@ bool raw_write(const char *path, const char *text, int flags)
 }
 
 // A case process may hold the instance's trace_pipe or trace_marker open for
-// a moment (EBUSY): retry for up to a second. Async-signal-safe.
-bool remove_instance(const char *instance)
+// a moment (EBUSY): a removal is retried for up to a second; gone already
+// (ENOENT) is done. Async-signal-safe.
+template <typename Removal>
+bool remove_when_not_busy(Removal removal)
 {
 	for (int i = 0; i < 100; i++) {
-		if (!::rmdir(instance) || errno == ENOENT)
+		if (removal() || errno == ENOENT)
 			return true;
 		if (errno != EBUSY)
 			return false;
@@ -124,17 +126,14 @@ bool remove_instance(const char *instance)
 	return false;
 }
 
+bool remove_instance(const char *instance)
+{
+	return remove_when_not_busy([instance] { return !::rmdir(instance); });
+}
+
 bool remove_probe(const char *kprobe_events, const char *removal)
 {
-	for (int i = 0; i < 100; i++) {
-		if (raw_write(kprobe_events, removal, O_APPEND) || errno == ENOENT)
-			return true;
-		if (errno != EBUSY)
-			return false;
-		struct timespec ten_ms = {0, 10'000'000};
-		nanosleep(&ten_ms, nullptr);
-	}
-	return false;
+	return remove_when_not_busy([=] { return raw_write(kprobe_events, removal, O_APPEND); });
 }
 
 void emergency_cleanup(int sig)
