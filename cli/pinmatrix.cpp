@@ -230,8 +230,12 @@ subcommand add_vm(CLI::App &app)
 	cmd->add_option("--out", vm->out, "Directory for results.json, serial.log and the guest's files")->required();
 	cmd->add_option("--kernel", vm->kernel, kernel_help("debian[:ABI]"))->capture_default_str();
 	cmd->add_option("--patch", vm->patches, "Patch applied to a build kernel (repeatable)")->check(patch_file);
-	cmd->add_option("--placement", vm->placement, "Boot placement: ordinary, movable, cma, hugetlb_cma")
+	cmd->add_option("--boot", vm->boot,
+			"How the guest boots, for the memory a long-term pin may not stay in: ordinary, movable, cma, "
+			"hugetlb_cma, all")
 		->capture_default_str();
+	// One meaning per flag: --placement is `run`'s (a page placement).
+	auto *placement = cmd->add_option("--placement", vm->boot)->group("");
 	cmd->add_option("--append", vm->append, "More kernel command line");
 	cmd->add_option("--memory", vm->memory_mib, "Guest RAM in MiB (default: what the placement needs)")
 		->check(whole_number(256, 16384));
@@ -243,7 +247,10 @@ subcommand add_vm(CLI::App &app)
 		->capture_default_str();
 	cmd->add_option("--matrix", vm->matrix, "A matrix file: one guest per (kernel, placement)")->check(regular_file);
 	add_vm_guest_options(cmd, *vm, *cases);
-	return {cmd, [vm, cases, cmd] {
+	return {cmd, [vm, cases, cmd, placement] {
+			if (placement->count())
+				throw usage_error("--placement: the guest's boot is --boot " + vm->boot +
+						  " (--placement is `pinmatrix run`'s page placement)");
 			vm->cases = case_list(*cases);
 			if (vm->bench && !cmd->count("--timeout"))
 				vm->timeout_s = 3600;

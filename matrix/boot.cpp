@@ -44,7 +44,7 @@ const boot_placement &find_boot_placement(std::string_view name)
 			return b;
 		known += (known.empty() ? "" : ", ") + std::string(b.name);
 	}
-	throw usage_error("unknown placement '" + std::string(name) + "' (known: " + known + ")");
+	throw usage_error("unknown boot '" + std::string(name) + "' (known: " + known + ")");
 }
 
 std::string kconfig_value(const std::string &config, const std::string &option)

@@ -503,7 +503,7 @@ fs::path kernel_dir_bound(const group_spec &g)
 void check_group(const group_spec &g)
 {
 	if (g.memory_mib && g.memory_mib < g.boot->memory_mib)
-		throw usage_error("--memory " + std::to_string(g.memory_mib) + ": placement " + g.boot->name +
+		throw usage_error("--memory " + std::to_string(g.memory_mib) + ": boot " + g.boot->name +
 				  " needs at least " + std::to_string(g.boot->memory_mib) + " MiB");
 	if (const size_t n = guest_cmdline(kernel_dir_bound(g), g).size(); n > max_cmdline)
 		throw usage_error("--append: the guest's command line would take " + std::to_string(n) +
@@ -844,7 +844,7 @@ int run_single(const vm_options &opt)
 	g.kernel.patches = opt.patches;
 	if (!opt.patches.empty() && g.kernel.source != "build")
 		throw usage_error("--patch applies to build kernels only");
-	g.boot = &find_boot_placement(opt.placement);
+	g.boot = &find_boot_placement(opt.boot);
 	g.cases = opt.cases;
 	g.out = fs::absolute(opt.out);
 	check_group(g); // before anything is written

@@ -20,7 +20,7 @@ namespace pinmatrix {
 struct vm_options {
 	std::string kernel = "debian";	// see vm/kernels.hpp
 	std::vector<std::filesystem::path> patches;	// for a build kernel
-	std::string placement = "movable";	// a boot placement (matrix/boot.hpp)
+	std::string boot = "movable";	// --boot: a boot placement (matrix/boot.hpp)
 	std::string append;		// more kernel command line
 	unsigned memory_mib = 0;	// 0: what the placement needs
 	unsigned cpus = 1;		// guest vCPUs (QEMU -smp; TCG runs one thread each)

@@ -119,7 +119,8 @@ def cli_inputs(w):
         add("vm-timeout-" + v, *vm, "--timeout", v)
         add("vm-case-timeout-" + v, *vm, "--case-timeout", v)
     for v in ("bogus", "", "CMA", "movable,cma"):
-        add("vm-placement-" + (v or "empty"), *vm, "--placement", v)
+        add("vm-boot-" + (v or "empty"), *vm, "--boot", v)
+    add("vm-placement", *vm, "--placement", "cma")
     for v in ("", ",", "A,,B", "Z", "A,Z", "../A"):
         add("vm-cases-" + (v or "empty"), *vm, "--cases", v)
     add("vm-append-long", *vm, "--append", "x" * 3000)

@@ -223,8 +223,9 @@ TEST(Cli, VmInputIsCheckedBeforeTheCacheLock)
 	struct {
 		std::string args, says;
 	} bad[] = {
-		{vm + " --memory 256", "--memory 256: placement movable needs at least 1024 MiB"},
-		{vm + " --placement hugetlb_cma --memory 2048", "placement hugetlb_cma needs at least 4096 MiB"},
+		{vm + " --memory 256", "--memory 256: boot movable needs at least 1024 MiB"},
+		{vm + " --boot hugetlb_cma --memory 2048", "boot hugetlb_cma needs at least 4096 MiB"},
+		{vm + " --placement cma", "--placement: the guest's boot is --boot cma"},
 		{vm + " --cases A,,B", "an empty case name"},
 		{vm + " --append " + std::string(100000, 'x'), "x86 takes at most 2047"},
 		{build + " --patch /dev/null", "/dev/null: is a character device, not a regular file"},

@@ -123,7 +123,7 @@ TEST_F(MatrixFile, BadFilesNameTheLineAndTheProblem)
 		{head, "no [[run]] entry"},
 		{"[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\n", "no [kernels.<name>]"},
 		{head + "[[run]]\nkernel = \"nope\"\nplacements = [\"movable\"]\n", ":3: kernel 'nope' is not defined"},
-		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"moveable\"]\n", "unknown placement 'moveable'"},
+		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"moveable\"]\n", "unknown boot 'moveable'"},
 		{head + "[[run]]\nkernel = \"k\"\nplacements = []\n", "non-empty list"},
 		// Ran every case before: the empty list read as "not given".
 		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\ncases = []\n",

@@ -49,7 +49,7 @@ echo "== planted: exit $rc (want 1)"
 # vm.fuzz-ualink use: the debug kernel under TCG needs no more (README
 # "The debug kernel").
 step matrix vm --kernel build:debug --out "$out/matrix"
-step matrix-cma vm --kernel build:debug --placement cma --out "$out/matrix-cma"
+step matrix-cma vm --kernel build:debug --boot cma --out "$out/matrix-cma"
 # The UALink guest tests without EachBit/* (one suite run per fault bit:
 # 180 of their 226 s here). Those check the suite's judgement, which the
 # kernel does not change (vm.ualink runs them); the model's code under each

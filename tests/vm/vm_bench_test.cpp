@@ -43,7 +43,7 @@ const bench_boot boots[] = {
 	{"stock-movable", "", {"movable", "ordinary"}},
 	// Debian's 6.1 has no CMA, its 7.2 has: every placement in one boot
 	// (matrix/boot.cpp "all").
-	{"stock72-all", "--kernel debian:7.2 --placement all", {"movable", "ordinary", "cma"}},
+	{"stock72-all", "--kernel debian:7.2 --boot all", {"movable", "ordinary", "cma"}},
 };
 
 struct bench_run {

@@ -471,7 +471,7 @@ TEST(VmFaults, CmaTheKernelFailedToReserveIsASkipNotAnOomKill)
 {
 	require_vm();
 	auto dir = out_dir("cma-unreserved");
-	auto r = run_pinmatrix("vm --kernel debian:7.2 --placement cma --append cma=64G --cases A,D --out " +
+	auto r = run_pinmatrix("vm --kernel debian:7.2 --boot cma --append cma=64G --cases A,D --out " +
 			       dir.string());
 	EXPECT_EQ(r.exit_code, 0) << r.output;
 	auto doc = load(dir);
