@@ -237,7 +237,7 @@ subcommand add_vm(CLI::App &app)
 	// One meaning per flag: --placement is `run`'s (a page placement).
 	auto *placement = cmd->add_option("--placement", vm->boot)->group("");
 	cmd->add_option("--append", vm->append, "More kernel command line");
-	cmd->add_option("--memory", vm->memory_mib, "Guest RAM in MiB (default: what the placement needs)")
+	cmd->add_option("--memory", vm->memory_mib, "Guest RAM in MiB (default: what the boot needs)")
 		->check(whole_number(256, 16384));
 	cmd->add_option("--cpus", vm->cpus, "Guest vCPUs (QEMU -smp, one TCG thread each)")
 		->check(whole_number(1, 8))

@@ -22,7 +22,7 @@ struct vm_options {
 	std::vector<std::filesystem::path> patches;	// for a build kernel
 	std::string boot = "movable";	// --boot: a boot placement (matrix/boot.hpp)
 	std::string append;		// more kernel command line
-	unsigned memory_mib = 0;	// 0: what the placement needs
+	unsigned memory_mib = 0;	// 0: what the boot needs
 	unsigned cpus = 1;		// guest vCPUs (QEMU -smp; TCG runs one thread each)
 	int timeout_s = 300;
 	std::filesystem::path out;
