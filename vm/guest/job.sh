@@ -77,12 +77,18 @@ CONFIG
   fi
 }
 
+# The user's --guest-cmd, as a shell runs it (without this script's set -u).
+run_guest_cmd() {
+  set +u
+  eval "$guest_cmd"
+}
+
 # A managed node: the command, then sshd serves until the host says stop.
 serve_ssh() {
   local rc=0
   start_sshd
   if [[ -n $guest_cmd ]]; then
-    eval "$guest_cmd"
+    run_guest_cmd
     rc=$?
   fi
   echo 'pinmatrix-job: waiting for the host to create stop'
@@ -112,7 +118,7 @@ export PINMATRIX_MODULE=$module_ko PINMATRIX_MODULES=$modules
 start_rxe
 case $job_mode in
   ssh) serve_ssh ;;
-  command) eval "$guest_cmd" ;;
+  command) run_guest_cmd ;;
   matrix) run_matrix ;;
   *) echo "pinmatrix-job: ERROR: unknown job_mode '$job_mode'" >&2; exit 2 ;;
 esac
