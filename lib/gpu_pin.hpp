@@ -66,7 +66,8 @@ private:
 // NVIDIA's host pin (os_lock_user_pages()) by driver version, FACTS.md: no
 // FOLL_LONGTERM in 525 through 535.161.08 and 545-550.54; FOLL_LONGTERM on
 // x86 from 535.171.04, 550.67 and all 555+; never on arm64. nullopt where
-// the facts do not say. ansible/roles/preflight mirrors this table.
+// the facts do not say. The one table: `report --fleet` reads a node's
+// driver version (ansible/roles/preflight) through it too.
 std::optional<bool> nvidia_host_pin_longterm(const std::string &version, const std::string &machine);
 
 } // namespace pinmatrix

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "atomic_file.hpp"
+#include "gpu_pin.hpp"
 #include "report_input.hpp"
 #include "reports.hpp"
 #include "results.hpp"
@@ -100,6 +101,23 @@ const std::vector<std::pair<const char *, const char *>> fact_lines = {
 	{"io_uring", "io_uring"},
 };
 
+// What the node's NVIDIA driver version says of its host pin, from the one
+// version table (lib/gpu_pin.cpp); the preflight reports the version only.
+json with_host_pin_contract(json facts)
+{
+	if (!facts.is_object())
+		return json::object();
+	json *nvidia = facts.contains("nvidia") && facts["nvidia"].is_object() ? &facts["nvidia"] : nullptr;
+	if (!nvidia || !(*nvidia)["version"].is_string())
+		return facts;
+	const auto longterm = nvidia_host_pin_longterm((*nvidia)["version"].get<std::string>(), text(facts, "machine"));
+	(*nvidia)["host_pin_foll_longterm_by_version"] = longterm ? json(*longterm) : json(nullptr);
+	(*nvidia)["host_pin"] = !longterm ? "unknown for this version"
+				: *longterm ? "FOLL_PIN|FOLL_LONGTERM (R555-style)"
+					    : "FOLL_PIN without FOLL_LONGTERM (R535-style)";
+	return facts;
+}
+
 } // namespace
 
 json merge_fleet(const std::vector<fs::path> &node_dirs)
@@ -124,7 +142,7 @@ json merge_fleet(const std::vector<fs::path> &node_dirs)
 		const json kernel = {{"name", node}, {"release", release}};
 
 		json entry = {{"node", node}, {"state", state}, {"dir", dir.string()},
-			      {"facts", facts.is_object() ? facts : json::object()}, {"status", status}};
+			      {"facts", with_host_pin_contract(facts)}, {"status", status}};
 		if (!reason.empty())
 			entry["reason"] = reason;
 		if (results.is_object()) {

@@ -170,8 +170,16 @@ TEST(Fleet, NodesMergeIntoOneGridWithCannotRunHere)
 	std::ofstream(root / "n1" / "status.json") << R"({"node": "n1", "state": "ran"})";
 	std::ofstream(root / "n2" / "status.json")
 		<< R"({"node": "n2", "state": "cannot_run", "reason": "no kernel headers for 6.12.0"})";
-	std::ofstream(root / "n2" / "facts.json") << R"({"kernel_release": "6.12.0"})";
+	std::ofstream(root / "n1" / "facts.json")
+		<< R"({"machine": "x86_64", "nvidia": {"loaded": true, "version": "535.161.08"}})";
+	std::ofstream(root / "n2" / "facts.json")
+		<< R"({"kernel_release": "6.12.0", "machine": "x86_64", "nvidia": {"version": "550.60"}})";
 	auto fleet = merge_fleet({root / "n1", root / "n2"});
+	// The host pin by driver version, from the one table (lib/gpu_pin.cpp).
+	const auto &nv1 = fleet["nodes"][0]["facts"]["nvidia"];
+	EXPECT_EQ(nv1["host_pin_foll_longterm_by_version"], false);
+	EXPECT_EQ(nv1["host_pin"], "FOLL_PIN without FOLL_LONGTERM (R535-style)");
+	EXPECT_TRUE(fleet["nodes"][1]["facts"]["nvidia"]["host_pin_foll_longterm_by_version"].is_null());
 	EXPECT_EQ(fleet["verdict"], "pass");
 	ASSERT_EQ(fleet["cases"].size(), 3u);
 	EXPECT_EQ(fleet["cases"][0]["node"], "n1");

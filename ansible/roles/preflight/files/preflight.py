@@ -33,28 +33,6 @@ def run(argv):
         return "error: %s" % e
 
 
-def nvidia_longterm(version, machine):
-    """NVIDIA os_lock_user_pages() by version (FACTS.md), as
-    nvidia_host_pin_longterm() in lib/gpu_pin.cpp: no FOLL_LONGTERM in 525
-    through 535.161.08 and 545-550.54; FOLL_LONGTERM on x86 from 535.171.04,
-    550.67 and all 555+; never on arm64. None where the facts do not say."""
-    if machine in ("aarch64", "arm64"):
-        return False
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version or "")
-    if not m:
-        return None
-    v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    if v[0] >= 555:
-        return True
-    if v[0] == 535:
-        return True if v >= (535, 171, 4) else False if v <= (535, 161, 8) else None
-    if v[0] == 550:
-        return True if v >= (550, 67, 0) else False if v <= (550, 54, 99) else None
-    if 525 <= v[0] < 535 or 545 <= v[0] < 550:
-        return False
-    return None
-
-
 release = platform.release()
 machine = platform.machine()
 cmdline = (read("/proc/cmdline", "") or "").strip()
@@ -119,12 +97,8 @@ nv_proc = read("/proc/driver/nvidia/version")
 if nv_proc and not nvidia.get("version"):
     m = re.search(r"Kernel Module[^0-9]*([0-9]+\.[0-9]+(?:\.[0-9]+)?)", nv_proc)
     nvidia["version"] = m.group(1) if m else None
-if nvidia.get("version"):
-    lt = nvidia_longterm(nvidia["version"], machine)
-    nvidia["host_pin_foll_longterm_by_version"] = lt
-    nvidia["host_pin"] = {True: "FOLL_PIN|FOLL_LONGTERM (R555-style)",
-                          False: "FOLL_PIN without FOLL_LONGTERM (R535-style)",
-                          None: "unknown for this version"}[lt]
+# The version only: what it says of the host pin (FOLL_LONGTERM or not) is
+# the suite's one table (lib/gpu_pin.cpp), applied by `pinmatrix report --fleet`.
 amdgpu = module_version("amdgpu")
 kallsyms = read("/proc/kallsyms", "") if amdgpu["loaded"] else ""
 if amdgpu["loaded"]:
