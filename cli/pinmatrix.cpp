@@ -245,7 +245,7 @@ subcommand add_vm(CLI::App &app)
 	cmd->add_option("--timeout", vm->timeout_s, "Seconds from QEMU start to guest power-off")
 		->check(whole_number(1, INT_MAX))
 		->capture_default_str();
-	cmd->add_option("--matrix", vm->matrix, "A matrix file: one guest per (kernel, placement)")->check(regular_file);
+	cmd->add_option("--matrix", vm->matrix, "A matrix file: one guest per (kernel, boot)")->check(regular_file);
 	add_vm_guest_options(cmd, *vm, *cases);
 	return {cmd, [vm, cases, cmd, placement] {
 			if (placement->count())

@@ -47,16 +47,17 @@ public:
 			const auto *run = node.as_table();
 			if (!run)
 				fail(node, "[[run]] must be a table");
-			only_keys(*run, {"kernel", "placements", "cases"}, "[[run]]");
+			if (run->contains("placements"))
+				fail(*run, "[[run]]: 'placements' is now 'boots' (as pinmatrix vm --boot)");
+			only_keys(*run, {"kernel", "boots", "cases"}, "[[run]]");
 			const std::string kname = string_at(*run, "kernel");
 			if (!kernels_.count(kname))
 				fail(*run, "kernel '" + kname + "' is not defined under [kernels]");
-			for (const auto &placement : strings_at(*run, "placements", true)) {
-				checked(*run, [&] { find_boot_placement(placement); });
-				if (!seen.insert({kname, placement}).second)
-					fail(*run, "kernel '" + kname + "' with placement '" + placement +
-							   "' is listed twice");
-				def.groups.push_back({kernels_[kname], placement, strings_at(*run, "cases", false)});
+			for (const auto &boot : strings_at(*run, "boots", true)) {
+				checked(*run, [&] { find_boot_placement(boot); });
+				if (!seen.insert({kname, boot}).second)
+					fail(*run, "kernel '" + kname + "' with boot '" + boot + "' is listed twice");
+				def.groups.push_back({kernels_[kname], boot, strings_at(*run, "cases", false)});
 			}
 		}
 		return def;

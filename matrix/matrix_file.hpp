@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #pragma once
 
-// A matrix file (TOML) lists runs: kernel x boot placement x cases. Each
-// (kernel, placement) pair is one guest boot. See matrix/default.toml.
+// A matrix file (TOML) lists runs: kernel x boot x cases. Each (kernel,
+// boot) pair is one guest boot. See matrix/default.toml.
 
 #include <filesystem>
 #include <string>
@@ -18,7 +18,7 @@ struct matrix_kernel {
 
 struct matrix_group {
 	matrix_kernel kernel;
-	std::string placement;			// a boot placement (matrix/boot.hpp)
+	std::string boot;			// a boot placement (matrix/boot.hpp), as vm --boot
 	std::vector<std::string> cases;		// empty: all
 };
 
@@ -27,7 +27,7 @@ struct matrix_definition {
 	std::vector<matrix_group> groups;
 };
 
-// Parses and validates the whole file (kernel names, placements, case names,
+// Parses and validates the whole file (kernel names, boots, case names,
 // files it refers to) before anything runs; relative paths are relative to
 // the file. Throws usage_error "FILE:LINE: what is wrong".
 matrix_definition load_matrix(const std::filesystem::path &file);

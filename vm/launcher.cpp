@@ -915,14 +915,14 @@ std::vector<group_spec> matrix_groups(const vm_options &opt)
 		g.kernel = parse_kernel_spec(mg.kernel.spec);
 		g.kernel.name = mg.kernel.name;
 		g.kernel.patches = mg.kernel.patches;
-		g.boot = &find_boot_placement(mg.placement);
+		g.boot = &find_boot_placement(mg.boot);
 		g.cases = !opt.cases.empty() ? opt.cases : mg.cases;
-		g.out = fs::absolute(opt.out) / "groups" / (mg.kernel.name + "-" + mg.placement);
+		g.out = fs::absolute(opt.out) / "groups" / (mg.kernel.name + "-" + mg.boot);
 		try {
 			check_group(g);
 		} catch (const usage_error &e) {
 			throw usage_error(opt.matrix.string() + ": kernel " + mg.kernel.name + ", placement " +
-					  mg.placement + ": " + e.what());
+					  mg.boot + ": " + e.what());
 		}
 		groups.push_back(g);
 	}

@@ -6,7 +6,7 @@
 // matrix inside it and turns whatever happened into results.json. A guest
 // panic, a hang (bounded by a timeout) or a missing result is an ERROR
 // verdict for each case without a result, with the serial log kept.
-// With --matrix, one guest boots per (kernel, placement) of the file and
+// With --matrix, one guest boots per (kernel, boot) of the file and
 // all their cases merge into one results.json.
 
 #include <filesystem>

@@ -36,7 +36,7 @@ def listing(root):
 def toml_inputs():
     """Matrix files: (name, text)."""
     good_kernel = '[kernels.k]\nsource = "debian"\nabi = "6.1"\n'
-    run = '[[run]]\nkernel = "k"\nplacements = ["ordinary"]\ncases = ["pin"]\n'
+    run = '[[run]]\nkernel = "k"\nboots = ["ordinary"]\ncases = ["pin"]\n'
     return [
         ("empty", ""),
         ("not-toml", "this is = = not toml ["),
@@ -55,11 +55,11 @@ def toml_inputs():
         ("abi-escapes", good_kernel.replace('"6.1"', '"../../etc"') + run),
         ("fragment-passwd", '[kernels.k]\nsource = "build"\nfragment = "/etc/passwd"\n' + run),
         ("fragment-escapes", '[kernels.k]\nsource = "build"\nfragment = "../../../etc/passwd"\n' + run),
-        ("placements-empty", good_kernel + run.replace('["ordinary"]', "[]")),
+        ("boots-empty", good_kernel + run.replace('["ordinary"]', "[]")),
         ("placement-bogus", good_kernel + run.replace('"ordinary"', '"bogus"')),
         ("cases-bogus", good_kernel + run.replace('["pin"]', '["bogus"]')),
         ("cases-empty", good_kernel + run.replace('["pin"]', "[]")),
-        ("placements-not-array", good_kernel + run.replace('["ordinary"]', '"ordinary"')),
+        ("boots-not-array", good_kernel + run.replace('["ordinary"]', '"ordinary"')),
         ("kernel-not-string", good_kernel + run.replace('"k"', "42")),
         ("unknown-key", good_kernel + run + 'colour = "red"\n'),
         ("unknown-kernel-key", good_kernel + 'colour = "red"\n' + run),

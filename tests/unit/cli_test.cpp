@@ -257,7 +257,7 @@ TEST(Cli, MatrixWritesNothingForBadNamesOrCache)
 	s.stub_image();
 	const auto matrix = [&](const std::string &name) {
 		return s.write("m.toml", "[kernels.\"" + name + "\"]\nsource = \"image\"\ndir = \"image\"\n"
-					 "[[run]]\nkernel = \"" + name + "\"\nplacements = [\"ordinary\"]\n");
+					 "[[run]]\nkernel = \"" + name + "\"\nboots = [\"ordinary\"]\n");
 	};
 	struct {
 		std::string args, says;
@@ -344,7 +344,7 @@ TEST(Cli, MatrixGroupThatCannotBePreparedIsASkipWithTheReason)
 	s.stub_image();
 	fs::create_directories(cache / ".lock");
 	const auto m = s.write("m.toml", "[kernels.img]\nsource = \"image\"\ndir = \"image\"\n"
-					 "[[run]]\nkernel = \"img\"\nplacements = [\"ordinary\", \"movable\"]\n");
+					 "[[run]]\nkernel = \"img\"\nboots = [\"ordinary\", \"movable\"]\n");
 	auto r = run_pinmatrix("vm --matrix " + m.string() + " --out " + out.string() + " --cache " + cache.string() +
 			       " --cases D");
 	EXPECT_EQ(r.exit_code, 4) << r.output;

@@ -51,7 +51,7 @@ TEST_F(MatrixFile, DefaultMatrixCoversEveryPlacementOnEveryStockKernel)
 	const auto def = load_matrix(fs::path(PINMATRIX_SOURCE_DIR) / "matrix/default.toml");
 	std::set<std::pair<std::string, std::string>> groups;
 	for (const auto &g : def.groups)
-		groups.insert({g.kernel.name, g.placement});
+		groups.insert({g.kernel.name, g.boot});
 	const std::map<std::string, std::string> specs = {
 		{"debian-6.1", "debian:6.1"}, {"debian-6.12", "debian:6.12+deb12"}, {"debian-7.2", "debian:7.2"}};
 	for (const auto &[k, spec] : specs)
@@ -74,7 +74,7 @@ TEST_F(MatrixFile, SeriesKeyNamesTheLinuxSource)
 {
 	write("frag.config", "CONFIG_CMA=y\n");
 	const std::string head = "[kernels.k]\nsource = \"build\"\nfragment = \"frag.config\"\n";
-	const std::string run = "[[run]]\nkernel = \"k\"\nplacements = [\"cma\"]\n";
+	const std::string run = "[[run]]\nkernel = \"k\"\nboots = [\"cma\"]\n";
 	const auto def = load_matrix(write("m.toml", head + "series = \"7.2\"\n" + run));
 	EXPECT_EQ(def.groups.at(0).kernel.spec, "build@7.2:" + (dir / "frag.config").string());
 	EXPECT_NE(error_of(head + "series = \"../7\"\n" + run).find("not a kernel series"), std::string::npos);
@@ -91,7 +91,7 @@ fragment = "frag.config"
 patches = ["fix.patch"]
 [[run]]
 kernel = "k"
-placements = ["cma"]
+boots = ["cma"]
 cases = ["A", "B"]
 )"));
 	ASSERT_EQ(def.groups.size(), 1u);
@@ -106,7 +106,7 @@ TEST_F(MatrixFile, TreeAndDebsKernelsTakeADirRelativeToTheFile)
 	for (const std::string source : {"image", "tree", "debs"}) {
 		const auto def = load_matrix(write("m.toml", "[kernels.k]\nsource = \"" + source +
 								"\"\ndir = \"kernels/mine\"\n[[run]]\nkernel = \"k\"\n"
-								"placements = [\"movable\"]\n"));
+								"boots = [\"movable\"]\n"));
 		ASSERT_EQ(def.groups.size(), 1u) << source;
 		EXPECT_EQ(def.groups[0].kernel.spec, source + ":" + (dir / "kernels/mine").string());
 	}
@@ -121,17 +121,18 @@ TEST_F(MatrixFile, BadFilesNameTheLineAndTheProblem)
 	} bad[] = {
 		{"[kernels.k\n", "m.toml:1:"},
 		{head, "no [[run]] entry"},
-		{"[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\n", "no [kernels.<name>]"},
-		{head + "[[run]]\nkernel = \"nope\"\nplacements = [\"movable\"]\n", ":3: kernel 'nope' is not defined"},
-		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"moveable\"]\n", "unknown boot 'moveable'"},
-		{head + "[[run]]\nkernel = \"k\"\nplacements = []\n", "non-empty list"},
+		{"[[run]]\nkernel = \"k\"\nboots = [\"movable\"]\n", "no [kernels.<name>]"},
+		{head + "[[run]]\nkernel = \"nope\"\nboots = [\"movable\"]\n", ":3: kernel 'nope' is not defined"},
+		{head + "[[run]]\nkernel = \"k\"\nboots = [\"moveable\"]\n", "unknown boot 'moveable'"},
+		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\n", "'placements' is now 'boots'"},
+		{head + "[[run]]\nkernel = \"k\"\nboots = []\n", "non-empty list"},
 		// Ran every case before: the empty list read as "not given".
-		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\ncases = []\n",
+		{head + "[[run]]\nkernel = \"k\"\nboots = [\"movable\"]\ncases = []\n",
 		 "'cases' must be a non-empty list of strings (leave it out for every one)"},
-		{head + "[[run]]\nkernel = \"k\"\nplacements = [\"movable\", \"movable\"]\n", "listed twice"},
+		{head + "[[run]]\nkernel = \"k\"\nboots = [\"movable\", \"movable\"]\n", "listed twice"},
 		{head + "[[run]]\nkernel = \"k\"\nplacement = [\"movable\"]\n", "unknown key 'placement'"},
-		{"[kernels.k]\nsource = \"fedora\"\n[[run]]\nkernel = \"k\"\nplacements = [\"movable\"]\n", "expected debian, build, image, tree or debs"},
-		{"[kernels.k]\nsource = \"build\"\nfragment = \"missing.config\"\n[[run]]\nkernel = \"k\"\nplacements = [\"cma\"]\n", "not found"},
+		{"[kernels.k]\nsource = \"fedora\"\n[[run]]\nkernel = \"k\"\nboots = [\"movable\"]\n", "expected debian, build, image, tree or debs"},
+		{"[kernels.k]\nsource = \"build\"\nfragment = \"missing.config\"\n[[run]]\nkernel = \"k\"\nboots = [\"cma\"]\n", "not found"},
 	};
 	for (const auto &b : bad) {
 		const auto err = error_of(b.text);
@@ -148,13 +149,13 @@ TEST_F(MatrixFile, KernelNamesThatAreNotOnePathComponentAreRefused)
 	for (const std::string name : {"../../escaped", "..", ".", "a/b", "a\\u0000b", ".hidden", "-x", "a b",
 				       "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"}) {
 		const std::string text = "[kernels.\"" + name + "\"]\nsource = \"debian\"\n[[run]]\nkernel = \"" +
-					 name + "\"\nplacements = [\"movable\"]\n";
+					 name + "\"\nboots = [\"movable\"]\n";
 		const auto err = error_of(text);
 		EXPECT_NE(err.find("m.toml:1: kernel name '"), std::string::npos) << name << " -> " << err;
 		EXPECT_NE(err.find("' is not a name"), std::string::npos) << name << " -> " << err;
 	}
 	EXPECT_EQ(error_of("[kernels.\"debian-6.12+deb12_x\"]\nsource = \"debian\"\n[[run]]\n"
-			   "kernel = \"debian-6.12+deb12_x\"\nplacements = [\"movable\"]\n"), "");
+			   "kernel = \"debian-6.12+deb12_x\"\nboots = [\"movable\"]\n"), "");
 }
 
 // A NUL in any string of the file would cut the path or argument it becomes.
@@ -162,7 +163,7 @@ TEST_F(MatrixFile, NulInAStringIsRefused)
 {
 	write("frag.config", "CONFIG_CMA=y\n");
 	const auto err = error_of("[kernels.k]\nsource = \"build\"\nfragment = \"frag.config\\u0000/../x\"\n"
-				  "[[run]]\nkernel = \"k\"\nplacements = [\"cma\"]\n");
+				  "[[run]]\nkernel = \"k\"\nboots = [\"cma\"]\n");
 	EXPECT_NE(err.find("m.toml:3: 'fragment' holds a NUL"), std::string::npos) << err;
 }
 
@@ -173,7 +174,7 @@ TEST_F(MatrixFile, FragmentAndPatchMustBeWhatTheySay)
 	write("frag.config", "CONFIG_CMA=y\n");
 	write("empty.patch", "");
 	write("notes.patch", "just some notes\n");
-	const std::string run = "[[run]]\nkernel = \"k\"\nplacements = [\"cma\"]\n";
+	const std::string run = "[[run]]\nkernel = \"k\"\nboots = [\"cma\"]\n";
 	const auto kernel = [&](const std::string &keys) {
 		return "[kernels.k]\nsource = \"build\"\n" + keys + run;
 	};
