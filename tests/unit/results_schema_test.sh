@@ -57,4 +57,11 @@ d["complete"] = False
 json.dump(d, open(sys.argv[2], "w"))
 PY
 python3 "$validate" "$schema" "$t/partial.json" > /dev/null || fail "a run cut short (complete: false) was refused"
+
+# No guest test ran: their output directory was never made, nothing to check
+# (77); a results file named but missing is an error.
+rc=0; python3 "$validate" "$schema" "$t/no-such-dir" > /dev/null || rc=$?
+[[ $rc -eq 77 ]] || fail "a directory no test made: exit $rc, expected 77 (SKIP)"
+rc=0; python3 "$validate" "$schema" "$t/missing.json" > /dev/null || rc=$?
+[[ $rc -eq 1 ]] || fail "a missing results file: exit $rc, expected 1"
 echo "PASS: fixtures valid, ${#mutations[@]} lies refused, a partial run accepted"

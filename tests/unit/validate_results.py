@@ -4,6 +4,7 @@ with python3-jsonschema (a real validator, not the suite's own reader).
 
 Usage: validate_results.py SCHEMA PATH...
   PATH  a results file, or a directory searched for every results.json in it
+        (a directory no test made, PATH/ or a name without .json, holds none)
 Exit: 0 all valid, 1 any invalid (each error on one line: file, where, what),
 77 when the directories hold no results.json (nothing ran: a SKIP), 2 on bad
 arguments.
@@ -21,6 +22,8 @@ except ImportError:
 
 def files_of(paths):
     for p in paths:
+        if not os.path.exists(p) and (p.endswith("/") or not p.endswith(".json")):
+            continue  # a directory no test made: no results in it
         if os.path.isdir(p):
             for d, _, names in sorted(os.walk(p)):
                 if "results.json" in names:
