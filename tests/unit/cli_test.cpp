@@ -65,11 +65,18 @@ TEST(Cli, BadUsageExitsTwoWithAMessage)
 		{"vm --out /tmp/x --kernel debs:/nonexistent-pm-debs", "no directory /nonexistent-pm-debs"},
 		{"kernel build --kernel fedora:41", "tree:DIR or debs:DIR"},
 	};
+	// /tmp/x stands for an --out of this test's own, which nothing else
+	// makes (a file at /tmp/x would be refused first, for another reason).
+	const std::string out = (fs::temp_directory_path() / ("pm-cli-bad-" + std::to_string(getpid())) / "out").string();
 	for (const auto &b : bad) {
-		auto r = run_pinmatrix(b.args);
-		EXPECT_EQ(r.exit_code, 2) << b.args << "\n" << r.output;
-		EXPECT_NE(r.output.find(b.says), std::string::npos) << b.args << "\n" << r.output;
+		std::string args = b.args;
+		if (const size_t at = args.find("/tmp/x"); at != std::string::npos)
+			args.replace(at, 6, out);
+		auto r = run_pinmatrix(args);
+		EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+		EXPECT_NE(r.output.find(b.says), std::string::npos) << args << "\n" << r.output;
 	}
+	EXPECT_FALSE(fs::exists(fs::path(out).parent_path()));
 }
 
 TEST(Cli, BadInputWritesNothing)
