@@ -314,7 +314,7 @@ std::optional<std::string> read_until(int fd, std::chrono::steady_clock::time_po
 }
 
 // The child's message judged: its SKIP, its error, or the suite's verdict.
-json judge_message(suite &s, const planned_case &c, const std::string &msg, int status)
+case_record judge_message(suite &s, const planned_case &c, const std::string &msg, int status)
 {
 	if (WIFSIGNALED(status))
 		return s.not_run(c, verdict::error, std::string("case process killed by signal ") + strsignal(WTERMSIG(status)));
@@ -342,7 +342,7 @@ void reap(pid_t pid, int &status)
 		;
 }
 
-json run_in_child(suite &s, const planned_case &c, int timeout_s, bool hang)
+case_record run_in_child(suite &s, const planned_case &c, int timeout_s, bool hang)
 {
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC))
@@ -368,28 +368,27 @@ json run_in_child(suite &s, const planned_case &c, int timeout_s, bool hang)
 	reap(pid, status);
 	// Its pins went with it, also those of a pin stuck in the kernel.
 	stuck["vmstat_after_kill"] = vmstat_pins();
-	json r = s.not_run(c, verdict::error,
-			   "case did not finish within " + std::to_string(timeout_s) +
-				   " s (a registration that never returns?); killed; " + where_stuck(stuck));
-	r["stuck_task"] = stuck;
+	case_record r = s.not_run(c, verdict::error,
+				  "case did not finish within " + std::to_string(timeout_s) +
+					  " s (a registration that never returns?); killed; " + where_stuck(stuck));
+	r.details["stuck_task"] = stuck;
 	return r;
 }
 
 // A kernel bug report (KASAN, lockdep, a WARN ...) while the case ran fails
 // it, whatever it observed: the kernel paths it drove are what is tested.
-void note_kernel_alarms(json &r, const std::vector<std::string> &alarms)
+void note_kernel_alarms(case_record &r, const std::vector<std::string> &alarms)
 {
 	if (alarms.empty())
 		return;
-	r["kernel_alarms"] = alarms;
+	r.details["kernel_alarms"] = alarms;
 	const std::string what = "the kernel reported a bug during the case: " + alarms.front() +
 				 (alarms.size() > 1 ? " (+" + std::to_string(alarms.size() - 1) + " more)" : "");
-	const std::string v = r.value("verdict", "error");
-	if (v == name(verdict::pass) || v == name(verdict::skip)) {
-		r["verdict"] = name(verdict::fail);
-		r["reason"] = what;
+	if (r.outcome == verdict::pass || r.outcome == verdict::skip) {
+		r.outcome = verdict::fail;
+		r.reason = what;
 	} else {
-		r["reason"] = r.value("reason", "") + "; " + what;
+		r.add_reason(what);
 	}
 }
 
@@ -535,7 +534,7 @@ std::map<const suite *, std::optional<std::string>> preflight_suites(const std::
 
 // One case: its knob of fault injection set around it, run in a child (or
 // its SKIP), timed, and the kernel's alarms during it noted.
-json run_one(const plan_entry &e, const std::optional<std::string> &why_not, const fault_plan &fault,
+case_record run_one(const plan_entry &e, const std::optional<std::string> &why_not, const fault_plan &fault,
 	     const run_options &opt, std::optional<kernel_log_cursor> &klog, json &doc)
 {
 	auto &[owner, c] = e;
@@ -552,11 +551,11 @@ json run_one(const plan_entry &e, const std::optional<std::string> &why_not, con
 			  << std::endl;
 		stall.emplace(spin_param, "Y");
 	}
-	json r = why_not ? owner->not_run(c, verdict::skip, *why_not)
-			 : run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at);
+	case_record r = why_not ? owner->not_run(c, verdict::skip, *why_not)
+				: run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at);
 	stall.reset();
-	r["suite"] = owner->name();
-	r["duration_ns"] =
+	r.suite = owner->name();
+	r.duration_ns =
 		std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 	if (klog)
 		note_kernel_alarms(r, klog->new_alarms());
@@ -564,14 +563,10 @@ json run_one(const plan_entry &e, const std::optional<std::string> &why_not, con
 }
 
 // "[3/36] C (movable-foll-pin-longterm): PASS"
-void print_progress(size_t i, size_t n, const planned_case &c, const json &r)
+void print_progress(size_t i, size_t n, const planned_case &c, const case_record &r)
 {
-	std::string v = r.value("verdict", "error");
-	for (auto &ch : v)
-		ch = char(toupper(ch));
-	const std::string reason = r.value("reason", "");
 	std::cout << "[" << i + 1 << "/" << n << "] " << c.id << (c.id == c.name ? "" : " (" + c.name + ")") << ": "
-		  << v << (reason.empty() ? "" : " - " + reason) << std::endl;
+		  << upper_name(r.outcome) << (r.reason.empty() ? "" : " - " + r.reason) << std::endl;
 }
 
 void finish_doc(json &doc, const std::vector<std::unique_ptr<suite>> &suites, const run_summary &summary)
@@ -638,9 +633,9 @@ int run_matrix(const run_options &opt)
 		const auto &c = plan[i].c;
 		if (c.id == fault.panic_at)
 			panic_now(c.id);
-		json r = run_one(plan[i], cannot_run.at(plan[i].owner), fault, opt, klog, doc);
+		const case_record r = run_one(plan[i], cannot_run.at(plan[i].owner), fault, opt, klog, doc);
 		print_progress(i, plan.size(), c, r);
-		doc["cases"].push_back(r);
+		doc["cases"].push_back(to_json(r));
 		// Written as each case ends: a guest that dies keeps what finished.
 		results.keep(doc, "case " + c.id + " (" + std::to_string(i + 1) + "/" + std::to_string(plan.size()) +
 					  "): its record");

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "case_record.hpp"
 #include "first_pin.hpp"
 #include "placement.hpp"
 #include "verdict.hpp"
@@ -50,9 +51,9 @@ public:
 	// In the child: {"observation": ...} | {"skip": why} | {"error": why}.
 	virtual nlohmann::json run_in_child(const planned_case &c) = 0;
 	// In the runner: the case's record from the child's observation.
-	virtual nlohmann::json judge(const planned_case &c, const nlohmann::json &observation) = 0;
+	virtual case_record judge(const planned_case &c, const nlohmann::json &observation) = 0;
 	// The record of a case that did not run to an observation.
-	virtual nlohmann::json not_run(const planned_case &c, verdict v, const std::string &reason) = 0;
+	virtual case_record not_run(const planned_case &c, verdict v, const std::string &reason) = 0;
 	// After the last case (release what before_case() held).
 	virtual void finish(nlohmann::json &) {}
 };

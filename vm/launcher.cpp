@@ -465,9 +465,9 @@ json records_not_run(const group_spec &g, verdict v, const std::string &reason)
 	const auto suites = make_suites(group_suite_options(g));
 	json cases = json::array();
 	for (const auto &[owner, c] : group_plan(suites, g)) {
-		json r = owner->not_run(c, v, reason);
-		r["suite"] = owner->name();
-		cases.push_back(r);
+		case_record r = owner->not_run(c, v, reason);
+		r.suite = owner->name();
+		cases.push_back(to_json(r));
 	}
 	return cases;
 }
@@ -722,17 +722,17 @@ void add_missing_records(json &doc, const group_spec &g, const std::string &ende
 		std::string why = ended.empty() ? "unknown" : ended;
 		if (const auto line = unwritten_record_line(g.out / "serial.log", c.id); !line.empty())
 			why = line;
-		json r = owner->not_run(c, verdict::error,
-					"no result from the guest: " +
-						(!guest_died ? ""
-						 : first_missing ? "case " + c.id + " was running when the guest ended: "
-								 : "not reached: ") +
-						why);
-		r["suite"] = owner->name();
+		case_record r = owner->not_run(c, verdict::error,
+					       "no result from the guest: " +
+						       (!guest_died ? ""
+							: first_missing ? "case " + c.id + " was running when the guest ended: "
+									: "not reached: ") +
+						       why);
+		r.suite = owner->name();
 		if (first_missing && !excerpt.empty())
-			r["serial_excerpt"] = excerpt;
+			r.details["serial_excerpt"] = excerpt;
 		first_missing = false;
-		doc["cases"].push_back(r);
+		doc["cases"].push_back(to_json(r));
 	}
 }
 

@@ -107,29 +107,30 @@ observation observation_from_json(const json &j)
 	return o;
 }
 
-json to_json(const case_result &r)
+case_record record_of(const case_result &r)
 {
 	const auto &e = r.expected;
-	json j = {{"id", r.def.id},
-		  {"name", r.def.name},
-		  {"placement", name(r.def.where)},
-		  {"first_pin", name(r.def.first)},
-		  {"first_pin_label", traits(r.def.first).label},
-		  {"second_pin", r.def.second_pin},
-		  {"expected",
-		   {{"errno", e.registration_errno},
-		    {"first_pin_migrates", e.first_pin_migrates},
-		    {"registration_migrates", e.registration_migrates},
-		    {"first_pin_contract", e.contract},
-		    {"contract_source", e.contract_source},
-		    {"summary", e.summary()}}},
-		  {"observed", r.observed ? to_json(*r.observed) : json(nullptr)},
-		  {"latency_ns", r.observed ? json(r.observed->latency_ns) : json(nullptr)},
-		  {"duration_ns", r.duration_ns},
-		  {"verdict", name(r.outcome)}};
-	if (r.outcome != verdict::pass || !r.reason.empty())
-		j["reason"] = r.reason;
-	return j;
+	case_record c;
+	c.id = r.def.id;
+	c.name = r.def.name;
+	c.details = {{"placement", name(r.def.where)},
+		     {"first_pin", name(r.def.first)},
+		     {"first_pin_label", traits(r.def.first).label},
+		     {"second_pin", r.def.second_pin}};
+	c.expected = {{"errno", e.registration_errno},
+		      {"first_pin_migrates", e.first_pin_migrates},
+		      {"registration_migrates", e.registration_migrates},
+		      {"first_pin_contract", e.contract},
+		      {"contract_source", e.contract_source},
+		      {"summary", e.summary()}};
+	if (r.observed) {
+		c.observed = to_json(*r.observed);
+		c.latency_ns = r.observed->latency_ns;
+	}
+	c.duration_ns = r.duration_ns;
+	c.outcome = r.outcome;
+	c.reason = r.reason;
+	return c;
 }
 
 } // namespace pinmatrix

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "case_record.hpp"
 #include "pin_judge.hpp"
 
 namespace pinmatrix {
@@ -16,6 +17,6 @@ nlohmann::json to_json(const page_state &p);
 page_state page_state_from_json(const nlohmann::json &j);
 nlohmann::json to_json(const observation &o);
 observation observation_from_json(const nlohmann::json &j);
-nlohmann::json to_json(const case_result &r);
+case_record record_of(const case_result &r);
 
 } // namespace pinmatrix

@@ -21,7 +21,7 @@ namespace {
 
 // The kernel_rules.cpp rows a case is judged under on this kernel, in its
 // record; a FAIL on a kernel inside a known regression's range names it.
-void attach_kernel_rules(json &record, const case_def &c)
+void attach_kernel_rules(case_record &record, const case_def &c)
 {
 	static const kernel_info k = read_kernel_info();
 	static const auto version = upstream_version(k.release, k.version);
@@ -29,12 +29,12 @@ void attach_kernel_rules(json &record, const case_def &c)
 	for (const auto &a : rules_applied(c, version)) {
 		rules.push_back({{"rule", a.id}, {"says", a.says}, {"source", a.source},
 				 {"versions", a.versions}, {"this_kernel", a.this_kernel}});
-		if (a.in_range && a.versions != "every kernel" && record.value("verdict", "") == "fail")
-			record["reason"] = record.value("reason", "") + "; this kernel (" + version->text() +
-					   ") is in the range of known regression " + a.id + ": " + a.says;
+		if (a.in_range && a.versions != "every kernel" && record.outcome == verdict::fail)
+			record.add_reason("this kernel (" + version->text() + ") is in the range of known regression " +
+					  a.id + ": " + a.says);
 	}
-	record["expected"]["kernel_version"] = version ? json(version->text()) : json(nullptr);
-	record["expected"]["kernel_rules"] = rules;
+	record.expected["kernel_version"] = version ? json(version->text()) : json(nullptr);
+	record.expected["kernel_rules"] = rules;
 }
 
 class pin_suite final : public suite {
@@ -126,17 +126,18 @@ public:
 		return {{"observation", obs}};
 	}
 
-	json judge(const planned_case &pc, const json &observation) override
+	case_record judge(const planned_case &pc, const json &observation) override
 	{
-		json r = to_json(pinmatrix::judge(def(pc), observation_from_json(observation)));
-		attach_telemetry(r, observation);
+		case_record r = record_of(pinmatrix::judge(def(pc), observation_from_json(observation)));
+		if (r.observed)
+			attach_telemetry(*r.observed, observation);
 		attach_kernel_rules(r, def(pc));
 		return r;
 	}
 
-	json not_run(const planned_case &pc, verdict v, const std::string &reason) override
+	case_record not_run(const planned_case &pc, verdict v, const std::string &reason) override
 	{
-		return to_json(pinmatrix::not_run(def(pc), v, reason));
+		return record_of(pinmatrix::not_run(def(pc), v, reason));
 	}
 
 	void finish(json &doc) override

@@ -128,18 +128,18 @@ std::string expected_summary(const memlock_case &c)
 	return errno_name(c.expected_errno) + ", " + c.expected_class;
 }
 
-json record(const memlock_case &c)
+case_record record(const memlock_case &c, verdict v)
 {
-	return {{"id", c.id()},
-		{"name", c.name},
-		{"second_pin", "ibv_reg_mr"},
-		{"checks", c.checks},
-		{"source", c.source},
-		{"expected",
-		 {{"errno", c.expected_errno},
-		  {"class", c.expected_class},
-		  {"limit", std::to_string(c.num) + "/" + std::to_string(c.den) + " page"},
-		  {"summary", expected_summary(c)}}}};
+	case_record r;
+	r.id = c.id();
+	r.name = c.name;
+	r.details = {{"second_pin", "ibv_reg_mr"}, {"checks", c.checks}, {"source", c.source}};
+	r.expected = {{"errno", c.expected_errno},
+		      {"class", c.expected_class},
+		      {"limit", std::to_string(c.num) + "/" + std::to_string(c.den) + " page"},
+		      {"summary", expected_summary(c)}};
+	r.outcome = v;
+	return r;
 }
 
 // The telemetry's record of the squeezed registration, if any.
@@ -194,28 +194,21 @@ json observed_of(const json &obs)
 
 } // namespace
 
-json judge_case(const memlock_case &c, const json &obs)
+case_record judge_case(const memlock_case &c, const json &obs)
 {
-	json r = record(c);
 	const auto why = mismatches(c, obs);
-	r["observed"] = observed_of(obs);
-	r["latency_ns"] = obs.value("latency_ns", int64_t(0));
-	r["verdict"] = why.empty() ? "pass" : "fail";
-	std::string reason;
+	case_record r = record(c, why.empty() ? verdict::pass : verdict::fail);
+	r.observed = observed_of(obs);
+	r.latency_ns = obs.value("latency_ns", int64_t(0));
 	for (const auto &w : why)
-		reason += (reason.empty() ? "" : "; ") + w;
-	if (!why.empty())
-		r["reason"] = reason;
+		r.add_reason(w);
 	return r;
 }
 
-json not_run_record(const memlock_case &c, verdict v, const std::string &reason)
+case_record not_run_record(const memlock_case &c, verdict v, const std::string &reason)
 {
-	json r = record(c);
-	r["observed"] = nullptr;
-	r["latency_ns"] = nullptr;
-	r["verdict"] = name(v);
-	r["reason"] = reason;
+	case_record r = record(c, v);
+	r.reason = reason;
 	return r;
 }
 

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "case_record.hpp"
+
 #include "placement.hpp"
 #include "verdict.hpp"
 
@@ -49,8 +51,8 @@ struct body_options {
 // The body, in the case's process: {"observation": {...}}.
 nlohmann::json run_case(const memlock_case &c, const body_options &opt);
 // The judge, in the runner: the record of an observation.
-nlohmann::json judge_case(const memlock_case &c, const nlohmann::json &obs);
+case_record judge_case(const memlock_case &c, const nlohmann::json &obs);
 // The record of a case that did not run to an observation.
-nlohmann::json not_run_record(const memlock_case &c, verdict v, const std::string &reason);
+case_record not_run_record(const memlock_case &c, verdict v, const std::string &reason);
 
 } // namespace pinmatrix::memlock

@@ -51,12 +51,12 @@ public:
 					      {opt_.device, opt_.restricted, opt_.restricted_present});
 	}
 
-	json judge(const planned_case &pc, const json &obs) override
+	case_record judge(const planned_case &pc, const json &obs) override
 	{
 		return memlock::judge_case(memlock::case_by_id(pc.id), obs);
 	}
 
-	json not_run(const planned_case &pc, verdict v, const std::string &reason) override
+	case_record not_run(const planned_case &pc, verdict v, const std::string &reason) override
 	{
 		return memlock::not_run_record(memlock::case_by_id(pc.id), v, reason);
 	}

@@ -1379,7 +1379,7 @@ json run_case(const case_def &def)
 	return {{"observation", o}};
 }
 
-json judge_case(const case_def &def, const json &observation)
+case_record judge_case(const case_def &def, const json &observation)
 {
 	std::vector<std::string> failed;
 	const json &checks = observation.at("checks");
@@ -1397,26 +1397,26 @@ json judge_case(const case_def &def, const json &observation)
 		for (const auto &f : failed)
 			reason += (reason.empty() ? "" : "; ") + f;
 	}
-	json r = not_run_case(def, v, reason);
-	r["observed"] = observation;
+	case_record r = not_run_case(def, v, reason);
+	r.observed = observation;
 	if (observation.contains("latency_ns"))
-		r["latency_ns"] = observation["latency_ns"];
+		r.latency_ns = observation["latency_ns"].get<int64_t>();
 	return r;
 }
 
-json not_run_case(const case_def &def, verdict v, const std::string &reason)
+case_record not_run_case(const case_def &def, verdict v, const std::string &reason)
 {
 	json expect = json::object();
 	for (const auto &e : def.expect)
 		expect[std::string(e.key)] = e.value;
-	return {{"id", def.id()},
-		{"name", std::string(def.name)},
-		{"source", std::string(def.checks)},
-		{"expected", {{"summary", std::string(def.expected)}, {"values", expect}}},
-		{"observed", nullptr},
-		{"latency_ns", nullptr},
-		{"verdict", name(v)},
-		{"reason", reason}};
+	case_record r;
+	r.id = def.id();
+	r.name = def.name;
+	r.details = {{"source", std::string(def.checks)}};
+	r.expected = {{"summary", std::string(def.expected)}, {"values", expect}};
+	r.outcome = v;
+	r.reason = reason;
+	return r;
 }
 
 } // namespace pinmatrix::ualink

@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "case_record.hpp"
+
 #include "ualink_device.hpp"
 #include "verdict.hpp"
 
@@ -109,8 +111,8 @@ private:
 // a SKIP.
 nlohmann::json run_case(const case_def &def);
 // In the runner: the record of a case.
-nlohmann::json judge_case(const case_def &def, const nlohmann::json &observation);
-nlohmann::json not_run_case(const case_def &def, verdict v, const std::string &reason);
+case_record judge_case(const case_def &def, const nlohmann::json &observation);
+case_record not_run_case(const case_def &def, verdict v, const std::string &reason);
 
 std::string rc_name(int rc);	// "ok", "EINVAL (22)"
 

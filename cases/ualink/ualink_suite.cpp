@@ -73,12 +73,12 @@ public:
 		return ualink::run_case(ualink::case_by_id(c.id));
 	}
 
-	json judge(const planned_case &c, const json &observation) override
+	case_record judge(const planned_case &c, const json &observation) override
 	{
 		return ualink::judge_case(ualink::case_by_id(c.id), observation);
 	}
 
-	json not_run(const planned_case &c, verdict v, const std::string &reason) override
+	case_record not_run(const planned_case &c, verdict v, const std::string &reason) override
 	{
 		return ualink::not_run_case(ualink::case_by_id(c.id), v, reason);
 	}

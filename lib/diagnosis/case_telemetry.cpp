@@ -476,13 +476,13 @@ json case_telemetry::finish()
 	return {{"registrations", records}, {"kernel_trace", trace_info_json(events, traced, trace_, missing)}};
 }
 
-void attach_telemetry(json &record, const json &observation)
+void attach_telemetry(json &observed, const json &observation)
 {
-	if (!record.contains("observed") || !record["observed"].is_object() || !observation.is_object())
+	if (!observed.is_object() || !observation.is_object())
 		return;
 	for (const char *key : {"registrations", "kernel_trace"})
 		if (observation.contains(key))
-			record["observed"][key] = observation[key];
+			observed[key] = observation[key];
 }
 
 } // namespace pinmatrix

@@ -104,7 +104,7 @@ private:
 };
 
 // In the parent: the observation's registrations and kernel trace, copied
-// into the judged record's "observed" (the judge keeps only what it knows).
-void attach_telemetry(nlohmann::json &record, const nlohmann::json &observation);
+// into what the judged record observed (the judge keeps only what it knows).
+void attach_telemetry(nlohmann::json &observed, const nlohmann::json &observation);
 
 } // namespace pinmatrix

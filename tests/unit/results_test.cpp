@@ -52,7 +52,7 @@ TEST(Results, CaseRecordCarriesTheContractFields)
 	o.after_first_pin = o.before;
 	o.after_registration = {2, "ordinary", "DMA32", "Movable", true, true, 2};
 	o.rdma_write_readback = true;
-	auto j = to_json(judge(a, o));
+	auto j = to_json(record_of(judge(a, o)));
 	for (const char *key : {"id", "placement", "first_pin", "second_pin", "expected", "observed",
 				"latency_ns", "verdict"})
 		EXPECT_TRUE(j.contains(key)) << key;
@@ -61,7 +61,7 @@ TEST(Results, CaseRecordCarriesTheContractFields)
 	EXPECT_EQ(j["verdict"], "pass");
 	EXPECT_EQ(j["observed"]["pfn_after"], 2);
 	EXPECT_TRUE(j["observed"]["migrated"].get<bool>());
-	auto skipped = to_json(not_run(a, verdict::skip, "no device"));
+	auto skipped = to_json(record_of(not_run(a, verdict::skip, "no device")));
 	EXPECT_EQ(skipped["verdict"], "skip");
 	EXPECT_EQ(skipped["reason"], "no device");
 }
@@ -124,7 +124,7 @@ TEST(Results, TableHasOneRowPerCaseAndTheReasons)
 {
 	nlohmann::json cases = nlohmann::json::array();
 	for (const auto &c : pin_cases())
-		cases.push_back(to_json(not_run(c, verdict::error, "guest died")));
+		cases.push_back(to_json(record_of(not_run(c, verdict::error, "guest died"))));
 	auto table = format_table(cases);
 	size_t lines = std::count(table.begin(), table.end(), '\n');
 	EXPECT_EQ(lines, 1 + 2 * pin_cases().size());
