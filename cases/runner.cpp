@@ -33,6 +33,7 @@
 #include "suite.hpp"
 #include "user_input.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 #include "unique_fd.hpp"
 
 namespace pinmatrix {
@@ -88,9 +89,7 @@ class module_param_override {
 public:
 	module_param_override(fs::path param, const std::string &value) : param_(std::move(param))
 	{
-		old_ = read_text_file(param_.string());
-		while (!old_.empty() && std::isspace(static_cast<unsigned char>(old_.back())))
-			old_.pop_back();
+		old_ = trimmed(read_text_file(param_.string()));
 		set(value);
 	}
 	module_param_override(const module_param_override &) = delete;

@@ -254,44 +254,67 @@ mapping populated_pages(size_t length)
 
 namespace {
 
-// Faults chunks in until one holds a page in the wanted placement; the
-// chunks before it stay in `filled`: they are what moved the allocator on.
-std::optional<found_page> fill_until(const pin_module &module, placement want,
+// The first page of the placement that the wish did not prefer: where it
+// is in the filled chunks, kept whole (freeing the rest would hand the
+// same memory straight back).
+struct fallback_page {
+	size_t chunk = 0, offset = 0, scanned = 0;
+	pinmatrix_page page;
+};
+
+found_page take_fallback(std::vector<mapping> &filled, const fallback_page &f)
+{
+	mapping m = std::move(filled[f.chunk]);
+	filled.erase(filled.begin() + ptrdiff_t(f.chunk));
+	m.trim_to(f.offset, page_size());
+	return found_page{std::move(m), f.page, f.scanned};
+}
+
+// Faults chunks in until one holds a page the wish wants; the chunks
+// before it stay in `filled`: they are what moved the allocator on.
+std::optional<found_page> fill_until(const pin_module &module, const page_wish &wish,
 				     size_t budget_bytes, size_t chunk_bytes,
 				     std::vector<mapping> &filled)
 {
 	const size_t ps = page_size();
 	chunk_bytes = std::max(ps, chunk_bytes / ps * ps);
 	size_t scanned = 0;
-	while (scanned < budget_bytes) {
+	std::optional<fallback_page> fallback;
+	while (scanned < budget_bytes && !(fallback && scanned - fallback->scanned >= wish.prefer_bytes)) {
 		mapping chunk = populated_pages(std::min(chunk_bytes, budget_bytes - scanned));
 		scanned += chunk.size();
 		auto pages = module.probe(chunk.addr(), chunk.size() / ps);
 		for (size_t i = 0; i < pages.size(); i++) {
-			if (classify(pages[i]) != want)
+			if (classify(pages[i]) != wish.want)
 				continue;
-			chunk.trim_to(i * ps, ps);
-			return found_page{std::move(chunk), pages[i], scanned};
+			if (!wish.prefer || wish.prefer(pages[i].pfn)) {
+				chunk.trim_to(i * ps, ps);
+				return found_page{std::move(chunk), pages[i], scanned};
+			}
+			if (!fallback)
+				fallback = fallback_page{filled.size(), i * ps, scanned, pages[i]};
 		}
 		filled.push_back(std::move(chunk));
 	}
+	if (fallback)
+		return take_fallback(filled, *fallback);
 	return std::nullopt;
 }
 
 } // namespace
 
-std::optional<found_page> find_page(const pin_module &module, placement want,
+std::optional<found_page> find_page(const pin_module &module, const page_wish &wish,
 				    size_t budget_bytes, size_t chunk_bytes)
 {
 	std::vector<mapping> filled;
-	return fill_until(module, want, budget_bytes, chunk_bytes, filled);
+	return fill_until(module, wish, budget_bytes, chunk_bytes, filled);
 }
 
-placement_pressure press_towards(const pin_module &module, placement want, size_t budget_bytes,
+placement_pressure press_towards(const pin_module &module, const page_wish &wish, size_t budget_bytes,
 				 size_t chunk_bytes)
 {
 	placement_pressure p;
-	auto found = fill_until(module, want, budget_bytes, chunk_bytes, p.chunks);
+	auto found = fill_until(module, wish, budget_bytes, chunk_bytes, p.chunks);
 	p.reached = found.has_value();
 	for (auto &c : p.chunks) {
 		p.bytes += c.size();

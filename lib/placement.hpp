@@ -75,12 +75,24 @@ struct found_page {
 	size_t scanned_bytes = 0;
 };
 
+// A page of the wanted placement that, where `prefer` is given, it accepts
+// (the pin suite: one whose memory could be given back, lib/give_back.hpp).
+// A preference is looked for in at most prefer_bytes past the first page of
+// the placement; then that first page does.
+struct page_wish {
+	// NOLINTNEXTLINE(google-explicit-constructor): a placement alone is a wish
+	page_wish(placement w, bool (*p)(uint64_t pfn) = nullptr) : want(w), prefer(p) {}
+	placement want;
+	bool (*prefer)(uint64_t pfn) = nullptr;
+	size_t prefer_bytes = 256 << 20;
+};
+
 // Faults anonymous 4 KiB pages (THP off) chunk by chunk until one lands in
 // the wanted placement, keeps that page and gives the rest back. The filled
 // chunks also push the allocator on, which is how a page reaches ordinary
 // memory past a movable zone (or CMA past ordinary memory). nullopt when
 // budget_bytes ran out first.
-std::optional<found_page> find_page(const pin_module &module, placement want,
+std::optional<found_page> find_page(const pin_module &module, const page_wish &wish,
 				    size_t budget_bytes, size_t chunk_bytes = 16 << 20);
 
 // Memory faulted in and held so that later allocations land in a wanted
@@ -91,7 +103,7 @@ struct placement_pressure {
 	size_t bytes = 0;
 	bool reached = false;	// the last chunk had a page in the placement
 };
-placement_pressure press_towards(const pin_module &module, placement want, size_t budget_bytes,
+placement_pressure press_towards(const pin_module &module, const page_wish &wish, size_t budget_bytes,
 				 size_t chunk_bytes = 16 << 20);
 
 // Anonymous pages, THP off, populated for write.

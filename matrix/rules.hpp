@@ -31,6 +31,11 @@ struct expectation {
 	std::string contract;		// for people: "observed: long-term aware (R555-style) ..."
 
 	bool registration_succeeds() const { return registration_errno == 0; }
+	// The harm: restricted memory can be taken back (CMA allocated, a
+	// ZONE_MOVABLE block offlined) with every pin held exactly when no pin
+	// strands the page in it, which is when the registration succeeds.
+	// Checked by the give-back oracle (lib/give_back.hpp) in every case.
+	bool memory_given_back_while_held() const { return registration_succeeds(); }
 	// Short form for the table: "migrate, ok", "ENOMEM", "ok, no move", "ok".
 	std::string summary() const;
 };

@@ -552,6 +552,30 @@ std::vector<page_step> page_steps(const case_view &c)
 	return out;
 }
 
+namespace {
+
+// The harm oracle's answers (observed.give_back, lib/give_back.hpp):
+// "memory given back, pins held": "no: offline memory block 5 (...): ...".
+std::vector<fact> give_back_facts(const json &obs)
+{
+	std::vector<fact> out;
+	const json *g = member(obs, "give_back");
+	if (!g)
+		return out;
+	for (auto [key, when] : {std::pair{"with_pins_held", "pins held"},
+				 std::pair{"first_pin_released", "first pin released"}})
+		if (const json *a = member(*g, key)) {
+			const json *given = member(*a, "given_back");
+			const std::string answer = given && given->is_boolean() ? (given->get<bool>() ? "yes" : "no")
+										: "unknown";
+			out.push_back({std::string("memory given back, ") + when,
+				       answer + ": " + text_at(*a, "method") + ": " + text_at(*a, "detail")});
+		}
+	return out;
+}
+
+} // namespace
+
 std::vector<fact> evidence_facts(const case_view &c)
 {
 	std::vector<fact> out;
@@ -598,6 +622,8 @@ std::vector<fact> evidence_facts(const case_view &c)
 			text += ", page then at " + pfn_text(*pfn);
 		add("recovery", text);
 	}
+	for (auto &f : give_back_facts(obs))
+		add(std::move(f.label), std::move(f.value));
 	if (auto s = stats_of(c.latency_ns))
 		add("registration latency", s->n == 1 ? format_ns(s->median) : describe(*s));
 	if (c.duration_ns)
@@ -615,7 +641,7 @@ std::vector<extra_field> extra_fields(const case_view &c)
 		"errno", "errno_name", "migrated", "migrated_by_first_pin", "migrated_by_registration",
 		"pfn_before", "pfn_after", "first_pin_errno", "first_pin_pfns", "latency_ns",
 		"latency_samples_ns", "scanned_bytes", "summary", "page", "rdma_write_readback",
-		"rdma_detail", "content_intact", "recovery", "registrations", "kernel_trace"};
+		"rdma_detail", "content_intact", "recovery", "registrations", "kernel_trace", "give_back"};
 	std::vector<extra_field> out;
 	if (!c.record->is_object())
 		return out;

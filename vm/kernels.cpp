@@ -11,6 +11,7 @@
 #include "boot.hpp"
 #include "kernel_info.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 #include "unique_fd.hpp"
 #include "user_input.hpp"
 
@@ -22,13 +23,6 @@ namespace {
 
 const fs::path source_dir = PINMATRIX_SOURCE_DIR;
 
-
-std::string trimmed(std::string s)
-{
-	while (!s.empty() && isspace(static_cast<unsigned char>(s.back())))
-		s.pop_back();
-	return s;
-}
 
 std::vector<std::string> split(const std::string &text, char sep)
 {

@@ -7,6 +7,7 @@
 
 #include "byte_pattern.hpp"
 #include "first_pin.hpp"
+#include "give_back.hpp"
 #include "placement.hpp"
 #include "sys_error.hpp"
 
@@ -43,13 +44,18 @@ std::string placement_hint(placement p)
 
 } // namespace
 
+page_wish pin_page_wish(placement where)
+{
+	return {where, where == placement::movable ? memory_can_go_back : nullptr};
+}
+
 observation run_pin_case(const case_def &c, const pin_module &module, second_pinner &second,
 			 size_t find_budget_bytes)
 {
 	if (traits(c.first).allocates)
 		return run_pinner_alloc_case(c, module, second);
 	const size_t ps = page_size();
-	auto found = find_page(module, c.where, find_budget_bytes);
+	auto found = find_page(module, pin_page_wish(c.where), find_budget_bytes);
 	if (!found)
 		throw unmet_need("no page in " + std::string(name(c.where)) + " memory within " +
 				 std::to_string(find_budget_bytes >> 20) + " MiB (" +
@@ -65,6 +71,7 @@ observation run_pin_case(const case_def &c, const pin_module &module, second_pin
 	const auto areas = read_cma_areas();
 	auto state = [&] { return describe(module.probe_one(page.addr()), areas); };
 	obs.before = state();
+	const bool restricted = obs.before.longterm_pinnable == false;
 
 	first_pin_holder first;
 	if (int ret = first_pin_holder::try_take(c.first, module, addr, ps, first, &obs.first_pin_detail)) {
@@ -81,6 +88,8 @@ observation run_pin_case(const case_def &c, const pin_module &module, second_pin
 	obs.latency_ns = reg.latency_ns;
 	obs.after_registration = state();
 	obs.readback_method = second.readback_method();
+	if (restricted)
+		obs.give_back_held = give_back_memory(obs.before.pfn, obs.before.placement);
 
 	if (!reg.err) {
 		second.readback(addr, ps, seed + 1, obs.rdma_write_readback, obs.rdma_detail);
@@ -90,6 +99,8 @@ observation run_pin_case(const case_def &c, const pin_module &module, second_pin
 	// succeed once the first pin is gone.
 	obs.content_intact = !std::memcmp(page.data(), written.data(), ps);
 	first.release();
+	if (restricted)
+		obs.give_back_released = give_back_memory(obs.before.pfn, obs.before.placement);
 	second_pin_result again = second.take(addr, ps);
 	obs.recovery = recovery_record{again.err, again.latency_ns,
 				       module.probe_one(page.addr()).pfn};

@@ -17,6 +17,11 @@
 
 namespace pinmatrix {
 
+// The page a pin case looks for: in ZONE_MOVABLE, preferably one whose
+// memory block could be given back (lib/give_back.hpp), so that the harm
+// oracle can answer.
+page_wish pin_page_wish(placement where);
+
 // Throws unmet_need when no page in the placement was found within
 // find_budget_bytes (the kernel has no such memory: a SKIP).
 // The second pin is `second` (ibv_reg_mr or io_uring, cases/pin/second_pin.hpp).

@@ -132,6 +132,21 @@ void judge_refused(const first_pin_traits &pin, const observation &obs, std::vec
 		why.push_back("registration after releasing the first pin: " + errno_name(obs.recovery->errno_value));
 }
 
+// The harm: restricted memory goes back with every pin held unless a pin
+// strands the page in it, and once the first pin is gone in any case. An
+// unknown answer (no oracle here) decides nothing; the record says why.
+void judge_give_back(const expectation &e, const observation &obs, std::vector<std::string> &why)
+{
+	if (const auto &g = obs.give_back_held; g && g->given_back &&
+	    *g->given_back != e.memory_given_back_while_held())
+		why.push_back(std::string(*g->given_back ? "memory given back" : "memory not given back") +
+			      " with the pins held, expected " + (e.memory_given_back_while_held() ? "given" : "refused") +
+			      " (" + g->method + ": " + g->detail + ")");
+	if (const auto &g = obs.give_back_released; g && g->given_back == false)
+		why.push_back("memory not given back after the first pin was released (" + g->method + ": " +
+			      g->detail + ")");
+}
+
 } // namespace
 
 case_result judge(const case_def &def, const observation &obs)
@@ -152,6 +167,7 @@ case_result judge(const case_def &def, const observation &obs)
 		judge_registered(obs, why);
 	else
 		judge_refused(traits(def.first), obs, why);
+	judge_give_back(r.expected, obs, why);
 	r.outcome = why.empty() ? verdict::pass : verdict::fail;
 	for (const auto &w : why)
 		r.reason += (r.reason.empty() ? "" : "; ") + w;

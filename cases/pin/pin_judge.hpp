@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "give_back.hpp"
 #include "plan.hpp"
 #include "rules.hpp"
 #include "verdict.hpp"
@@ -56,6 +57,11 @@ struct observation {
 	// (loopback RDMA WRITE) or "io_uring-read-fixed" (the kernel's
 	// READ_FIXED into the fixed buffer); rdma_write_readback holds the result.
 	std::string readback_method;
+	// The harm (lib/give_back.hpp), for a page that started in restricted
+	// memory: that memory asked back with every pin held, and, after a
+	// refused registration, once the first pin was released.
+	std::optional<give_back_attempt> give_back_held;
+	std::optional<give_back_attempt> give_back_released;
 
 	bool migrated_by_first_pin() const;
 	bool migrated_by_registration() const;

@@ -36,6 +36,29 @@ page_state page_state_from_json(const json &j)
 	return p;
 }
 
+namespace {
+
+json to_json(const give_back_attempt &g)
+{
+	return {{"method", g.method},
+		{"given_back", g.given_back ? json(*g.given_back) : json(nullptr)},
+		{"detail", g.detail},
+		{"latency_ns", g.latency_ns}};
+}
+
+give_back_attempt give_back_from_json(const json &j)
+{
+	give_back_attempt g;
+	g.method = j.at("method");
+	if (const auto &b = j.at("given_back"); !b.is_null())
+		g.given_back = b.get<bool>();
+	g.detail = j.at("detail");
+	g.latency_ns = j.at("latency_ns");
+	return g;
+}
+
+} // namespace
+
 json to_json(const observation &o)
 {
 	json j = {{"errno", o.registration_errno},
@@ -73,6 +96,10 @@ json to_json(const observation &o)
 		j["longterm_by_version"] = *o.longterm_by_version;
 	if (!o.readback_method.empty())
 		j["readback_method"] = o.readback_method;
+	if (o.give_back_held)
+		j["give_back"]["with_pins_held"] = to_json(*o.give_back_held);
+	if (o.give_back_released)
+		j["give_back"]["first_pin_released"] = to_json(*o.give_back_released);
 	return j;
 }
 
@@ -104,6 +131,13 @@ observation observation_from_json(const json &j)
 	if (j.contains("longterm_by_version"))
 		o.longterm_by_version = j["longterm_by_version"].get<bool>();
 	o.readback_method = j.value("readback_method", "");
+	if (j.contains("give_back")) {
+		const auto &g = j["give_back"];
+		if (g.contains("with_pins_held"))
+			o.give_back_held = give_back_from_json(g["with_pins_held"]);
+		if (g.contains("first_pin_released"))
+			o.give_back_released = give_back_from_json(g["first_pin_released"]);
+	}
 	return o;
 }
 
@@ -123,6 +157,8 @@ case_record record_of(const case_result &r)
 		      {"first_pin_contract", e.contract},
 		      {"contract_source", e.contract_source},
 		      {"summary", e.summary()}};
+	if (r.observed && r.observed->give_back_held)
+		c.expected["memory_given_back_while_held"] = e.memory_given_back_while_held();
 	if (r.observed) {
 		c.observed = to_json(*r.observed);
 		c.latency_ns = r.observed->latency_ns;

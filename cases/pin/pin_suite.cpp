@@ -102,7 +102,7 @@ public:
 			return;
 		const auto t0 = std::chrono::steady_clock::now();
 		pressure_ = {};
-		pressure_ = press_towards(*module_, c.where, opt_.find_budget_mib << 20);
+		pressure_ = press_towards(*module_, pin_page_wish(c.where), opt_.find_budget_mib << 20);
 		pressed_ = c.where;
 		doc["placement_pressure"][std::string(pinmatrix::name(c.where))] = {
 			{"bytes", pressure_.bytes},

@@ -245,3 +245,36 @@ TEST(ReportInput, FleetRefusesUnusableNodes)
 	EXPECT_EQ(run_pinmatrix(fleet({"n1"})).exit_code, 0);
 	EXPECT_TRUE(fs::exists(dir / "out" / "fleet.md"));
 }
+
+// The harm oracle's answers are evidence a reader sees by name (not an
+// unrendered extra field), unknown said as unknown.
+TEST(ReportInput, GiveBackAnswersAreEvidence)
+{
+	const nlohmann::json attempt = {{"method", "offline memory block 5"},
+					{"given_back", false},
+					{"detail", "still offlining after 3000 ms"},
+					{"latency_ns", 3000000000}};
+	nlohmann::json unknown = attempt;
+	unknown["given_back"] = nullptr;
+	unknown["detail"] = "no memory hotplug";
+	const nlohmann::json doc = {
+		{"schema", results_schema},
+		{"cases",
+		 {{{"id", "B"},
+		   {"name", "movable-foll-pin"},
+		   {"verdict", "pass"},
+		   {"observed", {{"give_back", {{"with_pins_held", attempt}, {"first_pin_released", unknown}}}}}}}}};
+	const auto run = report::view_run(doc);
+	const auto facts = report::evidence_facts(run.cases.at(0));
+	auto value_of = [&](const std::string &label) {
+		for (const auto &f : facts)
+			if (f.label == label)
+				return f.value;
+		return std::string("(absent)");
+	};
+	EXPECT_EQ(value_of("memory given back, pins held"),
+		  "no: offline memory block 5: still offlining after 3000 ms");
+	EXPECT_EQ(value_of("memory given back, first pin released"), "unknown: offline memory block 5: no memory hotplug");
+	for (const auto &e : report::extra_fields(run.cases.at(0)))
+		EXPECT_NE(e.label, "observed give_back");
+}

@@ -28,10 +28,14 @@ TEST(Results, ObservationSurvivesTheTripThroughJson)
 	o.latency_ns = 4242;
 	o.content_intact = true;
 	o.recovery = recovery_record{0, 77, 0x99};
+	o.give_back_held = give_back_attempt{"offline memory block 4", false, "still offlining", 4000};
+	o.give_back_released = give_back_attempt{"offline memory block 4", std::nullopt, "unknown", 0};
 	auto back = observation_from_json(to_json(o));
 	EXPECT_EQ(to_json(back), to_json(o));
 	EXPECT_EQ(back.after_registration->pfn, 0x99u);
 	EXPECT_EQ(back.recovery->latency_ns, 77);
+	EXPECT_EQ(back.give_back_held->given_back, false);
+	EXPECT_FALSE(back.give_back_released->given_back.has_value());
 }
 
 TEST(Results, UnknownPinnabilityStaysUnknown)

@@ -64,6 +64,52 @@ TEST(Judge, PassesWhatTheRulesExpect)
 	EXPECT_EQ(judge(find("B"), good_b()).outcome, verdict::pass);
 }
 
+// The harm oracle (lib/give_back.hpp): a stranded pin keeps restricted
+// memory from going back; a correct registration does not.
+static give_back_attempt answer(std::optional<bool> given_back)
+{
+	return {"offline memory block 4", given_back, given_back ? "" : "no memory hotplug", 1000};
+}
+
+TEST(Judge, TheMemoryGoesBackUnlessAPinStrandsThePage)
+{
+	auto a = good_a();
+	a.give_back_held = answer(true);
+	EXPECT_EQ(judge(find("A"), a).outcome, verdict::pass);
+	auto b = good_b();
+	b.give_back_held = answer(false);
+	b.give_back_released = answer(true);
+	EXPECT_EQ(judge(find("B"), b).outcome, verdict::pass);
+
+	a.give_back_held = answer(false);
+	auto r = judge(find("A"), a);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("memory not given back with the pins held, expected given"), std::string::npos)
+		<< r.reason;
+	b.give_back_held = answer(true);
+	r = judge(find("B"), b);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("memory given back with the pins held, expected refused"), std::string::npos)
+		<< r.reason;
+	b = good_b();
+	b.give_back_held = answer(false);
+	b.give_back_released = answer(false);
+	r = judge(find("B"), b);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("after the first pin was released"), std::string::npos) << r.reason;
+}
+
+TEST(Judge, AnUnknownGiveBackDecidesNothing)
+{
+	auto a = good_a();
+	a.give_back_held = answer(std::nullopt);
+	EXPECT_EQ(judge(find("A"), a).outcome, verdict::pass);
+	auto b = good_b();
+	b.give_back_held = answer(std::nullopt);
+	b.give_back_released = answer(std::nullopt);
+	EXPECT_EQ(judge(find("B"), b).outcome, verdict::pass);
+}
+
 TEST(Judge, FailsARegistrationThatDidNotMove)
 {
 	auto o = good_a();

@@ -150,6 +150,27 @@ TEST_F(VmMatrix, CaseB_RegistrationFailedWithENOMEMAndRecovered)
 	EXPECT_EQ(o["recovery"]["errno"], 0);
 }
 
+// The harm (lib/give_back.hpp): the ZONE_MOVABLE block that held the page,
+// offlined. A's registration moved the page out, so the block goes with the
+// registration held; B's first pin strands the page, so it does not until
+// that pin is released.
+TEST_F(VmMatrix, CaseA_MemoryGoesBackWithTheRegistrationHeld)
+{
+	const auto &c = by_id(doc_, "A");
+	const auto &g = c["observed"]["give_back"]["with_pins_held"];
+	EXPECT_EQ(g["given_back"], true) << g.dump();
+	EXPECT_EQ(c["expected"]["memory_given_back_while_held"], true);
+}
+
+TEST_F(VmMatrix, CaseB_MemoryGoesBackOnlyOnceTheFirstPinIsReleased)
+{
+	const auto &c = by_id(doc_, "B");
+	const auto &g = c["observed"]["give_back"];
+	EXPECT_EQ(g["with_pins_held"]["given_back"], false) << g.dump();
+	EXPECT_EQ(g["first_pin_released"]["given_back"], true) << g.dump();
+	EXPECT_EQ(c["expected"]["memory_given_back_while_held"], false);
+}
+
 TEST_F(VmMatrix, CaseC_FirstPinMovedThePage)
 {
 	const auto &o = by_id(doc_, "C")["observed"];

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// The harm a stranded pin does, as an oracle: ask the kernel for restricted
+// memory back the way its users do, and see whether it can. ZONE_MOVABLE
+// memory goes back by offlining the memory block that holds the page
+// (/sys/devices/system/memory/memoryN/state): offline_pages() migrates every
+// page out of the block, and loops while one cannot move (6.1 to 7.2 stop
+// only for a fatal signal), so the attempt runs in a child that is killed
+// at the bound. A block that went offline is put back online.
+//
+// The answer is true (given back), false (refused, or still looping at the
+// bound) or unknown with the reason (no memory hotplug in sysfs, a block
+// that was not online, a placement with no oracle here yet).
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace pinmatrix {
+
+struct give_back_attempt {
+	std::string method;		// "offline memory block 9 (/sys/devices/system/memory/memory9)"
+	std::optional<bool> given_back;	// nullopt: unknown, detail says why
+	std::string detail;		// what the kernel answered; how the block was put back
+	int64_t latency_ns = 0;		// the attempt, to its answer or its bound
+};
+
+inline constexpr std::chrono::seconds give_back_bound{3};
+
+// Why the memory holding pfn could not be given back whatever the pins:
+// no memory hotplug in sysfs, a block that is not online, or a block with
+// PG_reserved pages (/proc/kpageflags; boot-time allocations, which the
+// kernel lets into ZONE_MOVABLE's top block and never moves). nullopt:
+// nothing in the way but what the case holds.
+std::optional<std::string> give_back_obstacle(uint64_t pfn);
+// !give_back_obstacle(pfn): a page the pin suite prefers (lib/placement.hpp).
+bool memory_can_go_back(uint64_t pfn);
+
+// Asks for the memory holding pfn back, for a page in `placement`
+// ("movable", "cma", ...; other placements have nothing to give back).
+give_back_attempt give_back_memory(uint64_t pfn, const std::string &placement,
+				   std::chrono::milliseconds bound = give_back_bound);
+
+} // namespace pinmatrix
