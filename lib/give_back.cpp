@@ -27,6 +27,8 @@ namespace fs = std::filesystem;
 using clock = std::chrono::steady_clock;
 
 const fs::path memory_sysfs = "/sys/devices/system/memory";
+// A whole CMA area is more to move than one memory block.
+constexpr int cma_bound_factor = 3;
 
 // Writes text to a sysfs file: 0 or the errno.
 int write_sysfs(const fs::path &file, const std::string &text)
@@ -44,16 +46,16 @@ struct child_answer {
 	int64_t latency_ns = 0;
 };
 
-// "offline" written by a child process, which is killed at the bound: the
-// kernel's offlining loop stops only for a fatal signal.
-child_answer offline_in_child(const fs::path &state, std::chrono::milliseconds bound)
+// text written to file by a child process, which is killed at the bound:
+// the kernel's offlining loop stops only for a fatal signal.
+child_answer write_in_child(const fs::path &file, const std::string &text, std::chrono::milliseconds bound)
 {
 	const auto t0 = clock::now();
 	pid_t pid = fork();
 	if (pid < 0)
 		throw last_sys_error("fork");
 	if (pid == 0)
-		_exit(write_sysfs(state, "offline"));
+		_exit(write_sysfs(file, text));
 	child_answer a;
 	int status = 0;
 	while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -130,7 +132,7 @@ give_back_attempt offline_block_of(uint64_t pfn, std::chrono::milliseconds bound
 		g.detail = *why;
 		return g;
 	}
-	const child_answer a = offline_in_child(block->dir / "state", bound);
+	const child_answer a = write_in_child(block->dir / "state", "offline", bound);
 	g.latency_ns = a.latency_ns;
 	if (!a.err) {
 		g.given_back = false;
@@ -151,6 +153,114 @@ give_back_attempt offline_block_of(uint64_t pfn, std::chrono::milliseconds bound
 	return g;
 }
 
+// CMA through debugfs (CMA_DEBUGFS): cma/<area>/alloc takes a count of
+// pages and allocates them with cma_alloc(), first fit from the area's
+// start; `free` gives them back. The whole area is asked for, so every page
+// in it must move.
+struct debugfs_area {
+	fs::path dir;
+	uint64_t base_pfn = 0, count = 0, used = 0;
+};
+
+std::optional<debugfs_area> debugfs_area_holding(uint64_t pfn)
+{
+	std::error_code ec;
+	for (const auto &e : fs::directory_iterator("/sys/kernel/debug/cma", ec)) {
+		const auto base = read_number_file(e.path() / "base_pfn");
+		const auto count = read_number_file(e.path() / "count");
+		if (base && count && pfn >= *base && pfn < *base + *count && fs::exists(e.path() / "alloc"))
+			return debugfs_area{e.path(), *base, *count, read_number_file(e.path() / "used").value_or(0)};
+	}
+	return std::nullopt;
+}
+
+give_back_attempt whole_area_via_debugfs(const debugfs_area &a, std::chrono::milliseconds bound)
+{
+	give_back_attempt g;
+	g.method = "allocate all " + std::to_string(a.count) + " pages of CMA area " + a.dir.filename().string() +
+		   " (" + (a.dir / "alloc").string() + ")";
+	if (a.used) {
+		g.detail = std::to_string(a.used) + " pages of the area are handed out already: a whole-area "
+			   "allocation cannot say what refused it";
+		return g;
+	}
+	const child_answer c = write_in_child(a.dir / "alloc", std::to_string(a.count), bound);
+	g.latency_ns = c.latency_ns;
+	const auto used = read_number_file(a.dir / "used").value_or(0);
+	g.given_back = used >= a.count;
+	if (*g.given_back)
+		g.detail = "allocated; " + std::string(write_sysfs(a.dir / "free", std::to_string(a.count))
+							   ? "NOT freed again (the area stays allocated)"
+							   : "freed again");
+	else
+		g.detail = !c.err ? "still allocating after " + std::to_string(bound.count()) + " ms; stopped with SIGKILL"
+				  : "refused: " + errno_name(*c.err);
+	return g;
+}
+
+// CMA through hugetlb (the area hugetlb_cma= reserves, CMA_SYSFS): as many
+// gigantic pages as the area holds, asked of nr_hugepages; what came from
+// the area is what its alloc_pages_success counter says (hugetlb falls back
+// to memory outside CMA when the area refuses). Then nr_hugepages goes back.
+struct hugetlb_area {
+	fs::path sysfs;		// /sys/kernel/mm/cma/hugetlbN
+	uint64_t total_pages = 0;
+};
+
+std::optional<hugetlb_area> only_hugetlb_area()
+{
+	std::vector<fs::path> areas;
+	std::error_code ec;
+	for (const auto &e : fs::directory_iterator("/sys/kernel/mm/cma", ec))
+		areas.push_back(e.path());
+	if (areas.size() != 1 || areas[0].filename().string().rfind("hugetlb", 0) != 0)
+		return std::nullopt;
+	const auto total = read_number_file(areas[0] / "total_pages");
+	if (!total)
+		return std::nullopt;
+	return hugetlb_area{areas[0], *total};
+}
+
+const fs::path gigantic_pages = "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";
+
+give_back_attempt whole_area_via_hugetlb(const hugetlb_area &a, std::chrono::milliseconds bound)
+{
+	give_back_attempt g;
+	const uint64_t per_page = (uint64_t(1) << 30) / page_size();
+	const uint64_t wanted = a.total_pages / per_page;
+	g.method = "allocate " + std::to_string(wanted) + " 1 GiB hugetlb pages (" + gigantic_pages.string() +
+		   ") from CMA area " + a.sysfs.filename().string();
+	const auto before = read_number_file(gigantic_pages);
+	const auto success = read_number_file(a.sysfs / "alloc_pages_success");
+	if (!before || !success || !wanted) {
+		g.detail = "no 1 GiB hugetlb pages or no alloc_pages_success on this kernel";
+		return g;
+	}
+	const child_answer c = write_in_child(gigantic_pages, std::to_string(*before + wanted), bound);
+	g.latency_ns = c.latency_ns;
+	const uint64_t got = (read_number_file(a.sysfs / "alloc_pages_success").value_or(*success) - *success) / per_page;
+	g.given_back = got >= wanted;
+	g.detail = std::to_string(got) + " of " + std::to_string(wanted) + " from the area" +
+		   (!c.err ? " (still allocating after " + std::to_string(bound.count()) + " ms; stopped with SIGKILL)"
+			   : "") +
+		   "; " + (write_sysfs(gigantic_pages, std::to_string(*before)) ? "nr_hugepages NOT put back"
+										 : "released again");
+	return g;
+}
+
+give_back_attempt give_back_cma(uint64_t pfn, std::chrono::milliseconds bound)
+{
+	if (const auto a = debugfs_area_holding(pfn))
+		return whole_area_via_debugfs(*a, bound);
+	if (const auto h = only_hugetlb_area())
+		return whole_area_via_hugetlb(*h, bound);
+	give_back_attempt g;
+	g.method = "none";
+	g.detail = "nothing in user space asks this CMA area back on this kernel: no CMA_DEBUGFS "
+		   "(cma/<area>/alloc), and not the one hugetlb_cma area (CMA_SYSFS) of its boot";
+	return g;
+}
+
 } // namespace
 
 std::optional<std::string> give_back_obstacle(uint64_t pfn)
@@ -158,12 +268,9 @@ std::optional<std::string> give_back_obstacle(uint64_t pfn)
 	const auto block = block_of(pfn);
 	if (!block)
 		return "no " + (memory_sysfs / "block_size_bytes").string() + " (a kernel without MEMORY_HOTPLUG)";
-	std::string state;
-	try {
-		state = trimmed(read_text_file(block->dir / "state"));
-	} catch (const std::exception &e) {
-		return e.what();
-	}
+	const std::string state = trimmed(read_text_file(block->dir / "state"));
+	if (state.empty())
+		return "no " + (block->dir / "state").string();
 	if (state != "online")
 		return "memory block " + std::to_string(block->index) + " is " + state + ", not online";
 	// Unreadable: nothing known in the way (the attempt itself then tells).
@@ -190,10 +297,11 @@ give_back_attempt give_back_memory(uint64_t pfn, const std::string &placement, s
 {
 	if (placement == "movable")
 		return offline_block_of(pfn, bound);
+	if (placement == "cma")
+		return give_back_cma(pfn, bound * cma_bound_factor);
 	give_back_attempt g;
 	g.method = "none";
-	g.detail = placement == "cma" ? "no give-back oracle for CMA yet (a CMA allocation over the area)"
-				      : "the page is in " + placement + " memory: nothing to give back";
+	g.detail = "the page is in " + placement + " memory: nothing to give back";
 	return g;
 }
 

@@ -7,7 +7,11 @@
 // (/sys/devices/system/memory/memoryN/state): offline_pages() migrates every
 // page out of the block, and loops while one cannot move (6.1 to 7.2 stop
 // only for a fatal signal), so the attempt runs in a child that is killed
-// at the bound. A block that went offline is put back online.
+// at the bound. A block that went offline is put back online. CMA goes back
+// by allocating the whole area that holds the page: through debugfs
+// (cma/<area>/alloc, CMA_DEBUGFS), or for a hugetlb_cma area as 1 GiB
+// hugetlb pages counted by the area's alloc_pages_success (CMA_SYSFS); then
+// it is freed again.
 //
 // The answer is true (given back), false (refused, or still looping at the
 // bound) or unknown with the reason (no memory hotplug in sysfs, a block

@@ -17,6 +17,19 @@ std::string read_text_file(const std::string &path)
 	return s.str();
 }
 
+std::optional<uint64_t> read_number_file(const std::string &path)
+{
+	const std::string text = read_text_file(path);
+	size_t used = 0;
+	try {
+		const uint64_t v = std::stoull(text, &used, 10);
+		if (text.find_first_not_of(" \n", used) == std::string::npos && text[0] != '-')
+			return v;
+	} catch (const std::exception &) {
+	}
+	return std::nullopt;
+}
+
 kernel_info read_kernel_info()
 {
 	kernel_info k;

@@ -30,6 +30,10 @@ struct memlock_info {
 };
 memlock_info read_memlock_info();
 
+// The whole file; empty when it cannot be read.
 std::string read_text_file(const std::string &path);
+// A file that holds one decimal number (sysfs, debugfs); nullopt when it
+// cannot be read or holds something else.
+std::optional<uint64_t> read_number_file(const std::string &path);
 
 } // namespace pinmatrix

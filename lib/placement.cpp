@@ -131,7 +131,7 @@ namespace {
 
 uint64_t read_number(const std::filesystem::path &file)
 {
-	return std::stoull(read_text_file(file));
+	return read_number_file(file).value();
 }
 
 // debugfs: cma/<name>/{base_pfn,count}; from 6.19 an area of several

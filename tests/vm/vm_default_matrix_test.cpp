@@ -142,6 +142,39 @@ TEST_F(VmDefaultMatrix, SeedCasesOnRealCmaPagesOfStock72)
 	}
 }
 
+// The harm (lib/give_back.hpp): A's memory goes back with its registration
+// held, B's not while its first pin holds the page, and once it is released.
+void expect_memory_given_back_unless_stranded(const json &cases)
+{
+	auto answer = [&](const char *id, const char *when) {
+		return by_id(cases, id)["observed"]["give_back"][when]["given_back"];
+	};
+	EXPECT_EQ(answer("A", "with_pins_held"), true) << by_id(cases, "A")["observed"]["give_back"].dump();
+	EXPECT_EQ(answer("C", "with_pins_held"), true) << by_id(cases, "C")["observed"]["give_back"].dump();
+	EXPECT_EQ(answer("B", "with_pins_held"), false) << by_id(cases, "B")["observed"]["give_back"].dump();
+	EXPECT_EQ(answer("B", "first_pin_released"), true) << by_id(cases, "B")["observed"]["give_back"].dump();
+}
+
+TEST_F(VmDefaultMatrix, MovableMemoryGoesBackUnlessAPinStrandsIt)
+{
+	for (const char *kernel : stock_kernels) {
+		SCOPED_TRACE(kernel);
+		expect_memory_given_back_unless_stranded(cases_of(doc_, kernel, "movable"));
+	}
+}
+
+// Stock 7.2 has CMA_SYSFS but no CMA_DEBUGFS: the hugetlb_cma area is asked
+// back as 1 GiB pages; cma='s area has nothing in user space to ask it, and
+// says so (unknown, never a default).
+TEST_F(VmDefaultMatrix, CmaMemoryGoesBackUnlessAPinStrandsItWhereItCanBeAsked)
+{
+	expect_memory_given_back_unless_stranded(cases_of(doc_, "debian-7.2", "hugetlb_cma"));
+	const auto cma = cases_of(doc_, "debian-7.2", "cma");
+	const auto &unknown = by_id(cma, "B")["observed"]["give_back"];
+	EXPECT_TRUE(unknown["with_pins_held"]["given_back"].is_null()) << unknown.dump();
+	EXPECT_NE(unknown["with_pins_held"]["detail"].get<std::string>().find("no CMA_DEBUGFS"), std::string::npos);
+}
+
 TEST_F(VmDefaultMatrix, HugetlbCmaReallyReserved)
 {
 	const fs::path dir =
