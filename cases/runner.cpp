@@ -609,7 +609,8 @@ int run_matrix(const run_options &opt)
 	}
 	const auto kernel = read_kernel_info();
 	json doc = run_doc(plan, kernel);
-	module_loader loader(opt.module);
+	// --no-module loads nothing, even where a --module was left in a script.
+	module_loader loader(opt.pins.without_module() ? std::nullopt : opt.module);
 	doc["module_loaded_by_run"] = loader.loaded();
 	for (const auto &[at, param] : {std::pair{fault.kernel_hang_at, stall_param}, {fault.kernel_spin_at, spin_param}})
 		if (!at.empty() && !fs::exists(param))

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 
+#include "fork_suite.hpp"
 #include "pin_suite.hpp"
+#include "race_suite.hpp"
 #include "registration_suite.hpp"
 #include "sys_error.hpp"
 #include "ualink/ualink_suite.hpp"
@@ -16,6 +18,8 @@ std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt)
 	all.push_back(make_pin_suite(opt));
 	all.push_back(make_ualink_suite(opt));
 	all.push_back(make_registration_suite(opt));
+	all.push_back(make_fork_suite(opt));
+	all.push_back(make_race_suite(opt));
 	return all;
 }
 

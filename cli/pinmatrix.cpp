@@ -77,6 +77,35 @@ const CLI::Validator patch_file(
 	},
 	"PATCH");
 
+// --first-pin, --no-module and --second-pin, as every command that plans
+// pin cases names them (lib/first_pin.hpp pin_sources). --no-module is the
+// stock kernel's source; --first-pin does not take its name.
+CLI::Option *add_pin_options(CLI::App *cmd, pin_sources &pins, bool for_guest = false)
+{
+	const std::string suffix = for_guest ? " (passed to `pinmatrix run` in the guest)" : "";
+	auto *first = cmd->add_option("--first-pin", pins.first_pin,
+				      "Who takes the first pins: module (its contracts), io_uring (fixed buffers), "
+				      "cuda (cuMemHostRegister, cudaHostRegister, cudaHostAlloc), hip (hipHostRegister)" +
+					      suffix)
+			      ->capture_default_str()
+			      ->check(CLI::Validator(
+				      [](std::string &s) {
+					      return s == pin_sources::stock_source
+							     ? std::string("the stock kernel's first pins are --no-module")
+							     : std::string();
+				      },
+				      "SOURCE"));
+	auto *no_module = cmd->add_flag_callback(
+		"--no-module", [&pins] { pins.first_pin = pin_sources::stock_source; },
+		"Load and open no out-of-tree module (a Secure Boot node): first pins from the stock kernel "
+		"(vmsplice into a pipe, io_uring), pages read through /proc/self/pagemap" + suffix);
+	no_module->excludes(first);
+	cmd->add_option("--second-pin", pins.second_pin,
+			"The long-term second pin: ibv_reg_mr (an RDMA device) or io_uring (no device)" + suffix)
+		->capture_default_str();
+	return no_module;
+}
+
 // --cases A,B (repeatable): CLI11 would read "A,,B" as A,B; an empty name
 // is refused instead.
 std::vector<std::string> case_list(const std::vector<std::string> &given)
@@ -157,8 +186,7 @@ subcommand add_cases(CLI::App &app)
 {
 	auto opt = std::make_shared<suite_options>();
 	auto *cmd = app.add_subcommand("cases", "List the plan: every case and its expected outcome");
-	cmd->add_option("--first-pin", opt->pins.first_pin, "module | io_uring | cuda | hip")->capture_default_str();
-	cmd->add_option("--second-pin", opt->pins.second_pin, "ibv_reg_mr | io_uring")->capture_default_str();
+	add_pin_options(cmd, opt->pins);
 	return {cmd, [opt] {
 			check(opt->pins);
 			print_cases(*opt);
@@ -174,8 +202,8 @@ subcommand add_run(CLI::App &app)
 	cmd->add_option("--out", run->out, "Directory for results.json");
 	cmd->add_option("--cases", *cases, "Case ids or names, A,B (default: all)");
 	cmd->add_option("--device", run->device, "RDMA device (default: the first one)");
-	cmd->add_option("--module", run->module, "pinmatrix.ko to load when /dev/pinmatrix is absent")
-		->check(regular_file);
+	auto *module = cmd->add_option("--module", run->module, "pinmatrix.ko to load when /dev/pinmatrix is absent")
+			       ->check(regular_file);
 	cmd->add_option("--case-timeout", run->case_timeout_s, "Seconds a case may take")
 		->check(whole_number(1, INT_MAX));
 	cmd->add_option("--find-budget", run->find_budget_mib, "MiB a case may fault in to find a page in its placement")
@@ -185,13 +213,7 @@ subcommand add_run(CLI::App &app)
 		->capture_default_str();
 	cmd->add_option("--fault", run->fault,
 			"Fault injection: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | kernel-spin-at=CASE");
-	cmd->add_option("--first-pin", run->pins.first_pin,
-			"Who takes the first pins: module (its contracts), io_uring (fixed buffers), "
-			"cuda (cuMemHostRegister, cudaHostRegister, cudaHostAlloc), hip (hipHostRegister)")
-		->capture_default_str();
-	cmd->add_option("--second-pin", run->pins.second_pin,
-			"The long-term second pin: ibv_reg_mr (an RDMA device) or io_uring (no device)")
-		->capture_default_str();
+	add_pin_options(cmd, run->pins)->excludes(module);
 	return {cmd, [run, cases] {
 			run->cases = case_list(*cases);
 			return run_matrix(*run);
@@ -212,8 +234,7 @@ void add_vm_guest_options(CLI::App *cmd, vm_options &vm, std::vector<std::string
 		      "After the cases, run pinmatrix_bench in the guest: OUT/bench.json (default timeout 3600 s)");
 	cmd->add_option("--bench-args", vm.bench_args,
 			"More pinmatrix_bench arguments, e.g. '--benchmark_filter=reg_mr --benchmark_min_time=0.1'");
-	cmd->add_option("--first-pin", vm.pins.first_pin, "Passed to `pinmatrix run` in the guest")->capture_default_str();
-	cmd->add_option("--second-pin", vm.pins.second_pin, "Passed to `pinmatrix run` in the guest")->capture_default_str();
+	add_pin_options(cmd, vm.pins, true);
 	cmd->add_option("--ssh-port", vm.ssh_port,
 			"Forward 127.0.0.1:PORT to sshd in the guest (QEMU user networking); the guest "
 			"waits for DIR/guest/stop after its --guest-cmd")
@@ -228,12 +249,13 @@ subcommand add_vm(CLI::App &app)
 	auto cases = std::make_shared<std::vector<std::string>>();
 	auto *cmd = app.add_subcommand("vm", "Boot a QEMU guest (TCG) and run the matrix inside it");
 	cmd->add_option("--out", vm->out, "Directory for results.json, serial.log and the guest's files")->required();
-	cmd->add_option("--kernel", vm->kernel, kernel_help("debian[:ABI]"))->capture_default_str();
-	cmd->add_option("--patch", vm->patches, "Patch applied to a build kernel (repeatable)")->check(patch_file);
-	cmd->add_option("--boot", vm->boot,
-			"How the guest boots, for the memory a long-term pin may not stay in: ordinary, movable, cma, "
-			"hugetlb_cma, all")
-		->capture_default_str();
+	auto *kernel = cmd->add_option("--kernel", vm->kernel, kernel_help("debian[:ABI]"))->capture_default_str();
+	auto *patch =
+		cmd->add_option("--patch", vm->patches, "Patch applied to a build kernel (repeatable)")->check(patch_file);
+	auto *boot = cmd->add_option("--boot", vm->boot,
+				     "How the guest boots, for the memory a long-term pin may not stay in: ordinary, "
+				     "movable, cma, hugetlb_cma, all")
+			     ->capture_default_str();
 	// One meaning per flag: --placement is `run`'s (a page placement).
 	auto *placement = cmd->add_option("--placement", vm->boot)->group("");
 	cmd->add_option("--append", vm->append, "More kernel command line");
@@ -245,7 +267,13 @@ subcommand add_vm(CLI::App &app)
 	cmd->add_option("--timeout", vm->timeout_s, "Seconds from QEMU start to guest power-off")
 		->check(whole_number(1, INT_MAX))
 		->capture_default_str();
-	cmd->add_option("--matrix", vm->matrix, "A matrix file: one guest per (kernel, boot)")->check(regular_file);
+	cmd->add_option("--matrix", vm->matrix, "A matrix file: one guest per (kernel, boot)")
+		->check(regular_file)
+		// The file names its kernels, patches and boots: a flag beside it
+		// would be ignored.
+		->excludes(kernel)
+		->excludes(patch)
+		->excludes(boot);
 	add_vm_guest_options(cmd, *vm, *cases);
 	return {cmd, [vm, cases, cmd, placement] {
 			if (placement->count())

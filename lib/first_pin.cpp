@@ -4,8 +4,11 @@
 #include "gpu_pin.hpp"
 #include "io_uring_pin.hpp"
 #include "mapping.hpp"
+#include "unique_fd.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 
 #include <cerrno>
 #include <stdexcept>
@@ -33,6 +36,10 @@ const std::vector<first_pin_traits> table = {
 	// a GPU driver's is observed at its pin (first_pin_traits).
 	{first_pin::io_uring, "io-uring", "io_uring fixed buffer", true, true,
 	 "IORING_REGISTER_BUFFERS: kernel FOLL_PIN|FOLL_LONGTERM", "io_uring"},
+	// The stock kernel's short-term reference, for a node that loads no
+	// out-of-tree module: vmsplice() into a pipe nobody reads.
+	{first_pin::vmsplice, "vmsplice", "vmsplice (FOLL_GET, pipe held)", true, false,
+	 "pipe buffer holding a GUP reference: page object stays alive", "stock"},
 	{first_pin::cuda_register, "cuda-register", "cuMemHostRegister", true, false,
 	 "CUDA driver host pin: FOLL_PIN (R535) or FOLL_PIN|LONGTERM (R555), observed", "cuda", true},
 	{first_pin::cudart_register, "cudart-register", "cudaHostRegister", true, false,
@@ -43,7 +50,43 @@ const std::vector<first_pin_traits> table = {
 	 "HIP host pin (libamdhip64): contract observed", "hip", true},
 };
 
-const std::vector<std::string_view> sources = {"module", "io_uring", "cuda", "hip"};
+const std::vector<std::string_view> sources = {"module", "io_uring", "cuda", "hip", "stock"};
+
+// The module's contract for a first pin it takes (gup_ref, foll_pin,
+// foll_pin_longterm).
+pinmatrix_contract module_contract(first_pin f)
+{
+	switch (f) {
+	case first_pin::gup_ref: return PINMATRIX_CONTRACT_GUP_REF;
+	case first_pin::foll_pin: return PINMATRIX_CONTRACT_FOLL_PIN;
+	default: return PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM;
+	}
+}
+
+// The pipe vmsplice() filled: each page in it holds a reference
+// (iov_iter_get_pages, FOLL_GET) until the pipe buffer goes (read, or the
+// pipe closed).
+struct spliced_pipe {
+	unique_fd read_end, write_end;
+};
+
+int try_vmsplice(void *addr, size_t length, std::shared_ptr<void> &out)
+{
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	auto pipe = std::make_shared<spliced_pipe>();
+	pipe->read_end.reset(fds[0]);
+	pipe->write_end.reset(fds[1]);
+	iovec iov{addr, length};
+	const ssize_t n = ::vmsplice(fds[1], &iov, 1, 0);
+	if (n < 0)
+		return -errno;
+	if (size_t(n) != length)
+		return -EAGAIN;
+	out = pipe;
+	return 0;
+}
 
 std::optional<gpu_api> gpu_api_of(first_pin f)
 {
@@ -131,7 +174,7 @@ first_pin_holder &first_pin_holder::operator=(first_pin_holder &&o) noexcept
 
 first_pin_holder::~first_pin_holder() { release(); }
 
-int first_pin_holder::try_take(first_pin kind, const pin_module &module, void *addr,
+int first_pin_holder::try_take(first_pin kind, const pin_module *module, void *addr,
 			       size_t length, first_pin_holder &out, std::string *why)
 {
 	first_pin_holder h;
@@ -144,22 +187,26 @@ int first_pin_holder::try_take(first_pin kind, const pin_module &module, void *a
 	int ret = 0;
 	switch (kind) {
 	case first_pin::none:
+		h.pinner_ = "none";
 		break;
 	case first_pin::mlock:
 		ret = mlock(addr, length) ? -errno : 0;
 		h.locked_ = !ret;
+		h.pinner_ = "mlock() (no pin)";
 		break;
 	case first_pin::gup_ref:
-		ret = module.try_pin(PINMATRIX_CONTRACT_GUP_REF, uaddr, npages,
-				     PINMATRIX_PIN_WRITE, h.pin_);
-		break;
 	case first_pin::foll_pin:
-		ret = module.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, uaddr, npages,
-				     PINMATRIX_PIN_WRITE, h.pin_);
-		break;
 	case first_pin::foll_pin_longterm:
-		ret = module.try_pin(PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM, uaddr, npages,
-				     PINMATRIX_PIN_WRITE, h.pin_);
+		if (!module) {
+			ret = -ENODEV;
+			h.detail_ = "the test module's pin, in a run without the module (--no-module)";
+			break;
+		}
+		ret = module->try_pin(module_contract(kind), uaddr, npages, PINMATRIX_PIN_WRITE, h.pin_);
+		break;
+	case first_pin::vmsplice:
+		ret = try_vmsplice(addr, length, h.other_);
+		h.pinner_ = "vmsplice into a pipe nobody reads (stock kernel)";
 		break;
 	case first_pin::io_uring: {
 		auto buf = std::make_shared<io_uring_buffer>();

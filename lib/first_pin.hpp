@@ -19,6 +19,7 @@ namespace pinmatrix {
 enum class first_pin {
 	none, mlock, gup_ref, foll_pin, foll_pin_longterm,
 	io_uring,		// IORING_REGISTER_BUFFERS (lib/io_uring_pin.hpp)
+	vmsplice,		// a pipe that is not drained holds a GUP reference
 	cuda_register,		// cuMemHostRegister (lib/gpu_pin.hpp)
 	cudart_register,	// cudaHostRegister
 	cudart_host_alloc,	// cudaHostAlloc: the driver allocates the page
@@ -34,7 +35,8 @@ struct first_pin_traits {
 	// Declares FOLL_LONGTERM, so its own pin validates placement first.
 	bool declares_longterm;
 	const char *rung;
-	// Who takes it: "module", "io_uring", "cuda", "hip" (--first-pin).
+	// Who takes it: "module", "io_uring", "cuda", "hip" (--first-pin), or
+	// "stock": the stock kernel alone, no out-of-tree module (--no-module).
 	const char *source = "module";
 	// A driver loaded at run time: whether it declares FOLL_LONGTERM is not
 	// known up front (NVIDIA: by driver version). The case observes it: a pin
@@ -52,13 +54,20 @@ std::string_view name(first_pin f);
 std::optional<first_pin> parse_first_pin(std::string_view s);
 const std::vector<first_pin_traits> &all_first_pins();
 
-// --first-pin: "module" (default), "io_uring", "cuda", "hip".
+// --first-pin: "module" (default), "io_uring", "cuda", "hip"; --no-module
+// is the source "stock".
 // Who takes the pins, as every command names them: --first-pin SOURCE (one
 // of first_pin_sources()) and --second-pin NAME (cases/pin/plan.hpp's
 // second_pins(); check() there refuses an unknown one).
 struct pin_sources {
 	std::string first_pin = "module";
 	std::string second_pin = "ibv_reg_mr";
+
+	// --no-module: no out-of-tree module is loaded or opened; the first
+	// pins are the stock kernel's and pages are read through pagemap
+	// (lib/page_probe.hpp).
+	bool without_module() const { return first_pin == stock_source; }
+	static constexpr const char *stock_source = "stock";
 };
 
 const std::vector<std::string_view> &first_pin_sources();
@@ -79,7 +88,8 @@ public:
 	// 0 or -errno. For pins by the module, pfns() are the pinned PFNs.
 	// Pins by a GPU driver throw unmet_need when its library is absent;
 	// detail() then holds the driver's own error, if it gave one.
-	static int try_take(first_pin kind, const pin_module &module, void *addr,
+	// module: null under --no-module (the module's pins then fail, -ENODEV).
+	static int try_take(first_pin kind, const pin_module *module, void *addr,
 			    size_t length, first_pin_holder &out, std::string *why = nullptr);
 	// cudaHostAlloc: the driver allocates and pins length bytes; data().
 	static int try_allocate(first_pin kind, size_t length, first_pin_holder &out,

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "page_probe.hpp"
 #include "pinmatrix.h"
 #include "unique_fd.hpp"
 
@@ -41,7 +42,7 @@ private:
 	std::vector<uint64_t> pfns_;
 };
 
-class pin_module {
+class pin_module final : public page_prober {
 public:
 	// Throws unmet_need when the device is absent (module not loaded) or
 	// not ours to open (not root).
@@ -61,6 +62,11 @@ public:
 	std::vector<pinmatrix_page> probe(uintptr_t addr, size_t npages,
 					  uint32_t flags = 0) const;
 	pinmatrix_page probe_one(uintptr_t addr) const { return probe(addr, 1).at(0); }
+	std::vector<pinmatrix_page> probe_pages(uintptr_t addr, size_t npages) const override
+	{
+		return probe(addr, npages);
+	}
+	const char *probe_name() const override { return "module"; }
 
 	int try_pin(pinmatrix_contract contract, uintptr_t addr, size_t npages,
 		    uint32_t flags, held_pin &out) const;

@@ -272,7 +272,7 @@ found_page take_fallback(std::vector<mapping> &filled, const fallback_page &f)
 
 // Faults chunks in until one holds a page the wish wants; the chunks
 // before it stay in `filled`: they are what moved the allocator on.
-std::optional<found_page> fill_until(const pin_module &module, const page_wish &wish,
+std::optional<found_page> fill_until(const page_prober &probe, const page_wish &wish,
 				     size_t budget_bytes, size_t chunk_bytes,
 				     std::vector<mapping> &filled)
 {
@@ -283,7 +283,7 @@ std::optional<found_page> fill_until(const pin_module &module, const page_wish &
 	while (scanned < budget_bytes && !(fallback && scanned - fallback->scanned >= wish.prefer_bytes)) {
 		mapping chunk = populated_pages(std::min(chunk_bytes, budget_bytes - scanned));
 		scanned += chunk.size();
-		auto pages = module.probe(chunk.addr(), chunk.size() / ps);
+		auto pages = probe.probe_pages(chunk.addr(), chunk.size() / ps);
 		for (size_t i = 0; i < pages.size(); i++) {
 			if (classify(pages[i]) != wish.want)
 				continue;
@@ -303,18 +303,18 @@ std::optional<found_page> fill_until(const pin_module &module, const page_wish &
 
 } // namespace
 
-std::optional<found_page> find_page(const pin_module &module, const page_wish &wish,
+std::optional<found_page> find_page(const page_prober &probe, const page_wish &wish,
 				    size_t budget_bytes, size_t chunk_bytes)
 {
 	std::vector<mapping> filled;
-	return fill_until(module, wish, budget_bytes, chunk_bytes, filled);
+	return fill_until(probe, wish, budget_bytes, chunk_bytes, filled);
 }
 
-placement_pressure press_towards(const pin_module &module, const page_wish &wish, size_t budget_bytes,
+placement_pressure press_towards(const page_prober &probe, const page_wish &wish, size_t budget_bytes,
 				 size_t chunk_bytes)
 {
 	placement_pressure p;
-	auto found = fill_until(module, wish, budget_bytes, chunk_bytes, p.chunks);
+	auto found = fill_until(probe, wish, budget_bytes, chunk_bytes, p.chunks);
 	p.reached = found.has_value();
 	for (auto &c : p.chunks) {
 		p.bytes += c.size();

@@ -92,7 +92,7 @@ struct page_wish {
 // chunks also push the allocator on, which is how a page reaches ordinary
 // memory past a movable zone (or CMA past ordinary memory). nullopt when
 // budget_bytes ran out first.
-std::optional<found_page> find_page(const pin_module &module, const page_wish &wish,
+std::optional<found_page> find_page(const page_prober &probe, const page_wish &wish,
 				    size_t budget_bytes, size_t chunk_bytes = 16 << 20);
 
 // Memory faulted in and held so that later allocations land in a wanted
@@ -103,7 +103,7 @@ struct placement_pressure {
 	size_t bytes = 0;
 	bool reached = false;	// the last chunk had a page in the placement
 };
-placement_pressure press_towards(const pin_module &module, const page_wish &wish, size_t budget_bytes,
+placement_pressure press_towards(const page_prober &probe, const page_wish &wish, size_t budget_bytes,
 				 size_t chunk_bytes = 16 << 20);
 
 // Anonymous pages, THP off, populated for write.

@@ -352,9 +352,13 @@ int with_kernel_alarms(int rc, const std::vector<std::string> &alarms)
 // `pinmatrix run ...` as the guest runs it.
 std::vector<std::string> guest_run_argv(const group_spec &g, const fs::path &ko)
 {
-	std::vector<std::string> argv = {std::string(self_exe()), "run", "--out", "/run/pinmatrix", "--device", "rxe0",
-					 "--module", ko.string(), "--placement", std::string(name(g.boot->restricted)),
-					 "--first-pin", g.pins.first_pin, "--second-pin", g.pins.second_pin};
+	std::vector<std::string> argv = {self_exe(), "run", "--out", "/run/pinmatrix", "--device", "rxe0",
+					 "--placement", std::string(name(g.boot->restricted)), "--second-pin",
+					 g.pins.second_pin};
+	if (g.pins.without_module())
+		argv.push_back("--no-module");
+	else
+		argv.insert(argv.end(), {"--module", ko.string(), "--first-pin", g.pins.first_pin});
 	if (!g.cases.empty()) {
 		std::string list;
 		for (const auto &c : g.cases)
@@ -388,6 +392,7 @@ std::string guest_job_env(const group_spec &g, const fs::path &modules)
 	    << "modules=" << shell_quote(modules.string()) << "\n"
 	    << "module_ko=" << shell_quote(ko.string()) << "\n"
 	    << "ualink_sim_ko=" << shell_quote((modules / "ualink_sim" / "ualink_sim.ko").string()) << "\n"
+	    << "load_test_modules=" << (g.pins.without_module() ? 0 : 1) << "\n"
 	    << "guest_cmd=" << shell_quote(g.guest_cmd) << "\n"
 	    << "ssh_key=" << shell_quote(g.ssh_key.string()) << "\n"
 	    << "ssh_port=" << g.ssh_port << "\n"

@@ -49,13 +49,13 @@ page_wish pin_page_wish(placement where)
 	return {where, where == placement::movable ? memory_can_go_back : nullptr};
 }
 
-observation run_pin_case(const case_def &c, const pin_module &module, second_pinner &second,
+observation run_pin_case(const case_def &c, const case_tools &tools, second_pinner &second,
 			 size_t find_budget_bytes)
 {
 	if (traits(c.first).allocates)
-		return run_pinner_alloc_case(c, module, second);
+		return run_pinner_alloc_case(c, tools, second);
 	const size_t ps = page_size();
-	auto found = find_page(module, pin_page_wish(c.where), find_budget_bytes);
+	auto found = find_page(tools.probe, pin_page_wish(c.where), find_budget_bytes);
 	if (!found)
 		throw unmet_need("no page in " + std::string(name(c.where)) + " memory within " +
 				 std::to_string(find_budget_bytes >> 20) + " MiB (" +
@@ -64,17 +64,18 @@ observation run_pin_case(const case_def &c, const pin_module &module, second_pin
 	void *addr = page.data();
 
 	observation obs;
+	obs.probe = tools.probe.probe_name();
 	obs.scanned_bytes = found->scanned_bytes;
 	const uint64_t seed = std::random_device{}();
 	fill_pattern(page.data(), ps, seed);
 	std::vector<std::byte> written(page.data(), page.data() + ps);
 	const auto areas = read_cma_areas();
-	auto state = [&] { return describe(module.probe_one(page.addr()), areas); };
+	auto state = [&] { return describe(tools.probe.probe_page(page.addr()), areas); };
 	obs.before = state();
 	const bool restricted = obs.before.longterm_pinnable == false;
 
 	first_pin_holder first;
-	if (int ret = first_pin_holder::try_take(c.first, module, addr, ps, first, &obs.first_pin_detail)) {
+	if (int ret = first_pin_holder::try_take(c.first, tools.module, addr, ps, first, &obs.first_pin_detail)) {
 		obs.first_pin_errno = -ret;
 		return obs;
 	}
@@ -102,8 +103,7 @@ observation run_pin_case(const case_def &c, const pin_module &module, second_pin
 	if (restricted)
 		obs.give_back_released = give_back_memory(obs.before.pfn, obs.before.placement);
 	second_pin_result again = second.take(addr, ps);
-	obs.recovery = recovery_record{again.err, again.latency_ns,
-				       module.probe_one(page.addr()).pfn};
+	obs.recovery = recovery_record{again.err, again.latency_ns, tools.probe.probe_page(page.addr()).pfn};
 	second.release();
 	return obs;
 }

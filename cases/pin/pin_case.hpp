@@ -22,15 +22,23 @@ namespace pinmatrix {
 // oracle can answer.
 page_wish pin_page_wish(placement where);
 
+// What a case reads its pages with and takes the module's pins through:
+// the test module for both, or under --no-module the pagemap probe
+// (lib/page_probe.hpp) and no module at all.
+struct case_tools {
+	const page_prober &probe;
+	const pin_module *module;	// null under --no-module
+};
+
 // Throws unmet_need when no page in the placement was found within
 // find_budget_bytes (the kernel has no such memory: a SKIP).
 // The second pin is `second` (ibv_reg_mr or io_uring, cases/pin/second_pin.hpp).
-observation run_pin_case(const case_def &c, const pin_module &module, second_pinner &second,
+observation run_pin_case(const case_def &c, const case_tools &tools, second_pinner &second,
 			 size_t find_budget_bytes);
 
 // A first pinner that allocates its own page (cudaHostAlloc): the page is
 // where the driver put it, then the same steps (cases/pinner_alloc_case.cpp).
-observation run_pinner_alloc_case(const case_def &c, const pin_module &module, second_pinner &second);
+observation run_pinner_alloc_case(const case_def &c, const case_tools &tools, second_pinner &second);
 
 page_state describe(const pinmatrix_page &page, const std::vector<cma_area> &areas = {});
 

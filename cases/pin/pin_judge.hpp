@@ -48,6 +48,9 @@ struct observation {
 	std::optional<bool> content_intact;		// failure: page unchanged
 	std::optional<recovery_record> recovery;
 	size_t scanned_bytes = 0;			// to find the page
+	// Which probe read the pages (lib/page_probe.hpp): "module", or
+	// "pagemap" under --no-module (no refcount, no maybe_dma_pinned).
+	std::string probe;
 	// Who took the first pin (module, io_uring, the GPU driver's library)
 	// and, for a driver, its own error and what its version predicts.
 	std::string first_pinner;

@@ -96,6 +96,8 @@ json to_json(const observation &o)
 		j["longterm_by_version"] = *o.longterm_by_version;
 	if (!o.readback_method.empty())
 		j["readback_method"] = o.readback_method;
+	if (!o.probe.empty())
+		j["probe"] = o.probe;
 	if (o.give_back_held)
 		j["give_back"]["with_pins_held"] = to_json(*o.give_back_held);
 	if (o.give_back_released)
@@ -131,6 +133,7 @@ observation observation_from_json(const json &j)
 	if (j.contains("longterm_by_version"))
 		o.longterm_by_version = j["longterm_by_version"].get<bool>();
 	o.readback_method = j.value("readback_method", "");
+	o.probe = j.value("probe", "");
 	if (j.contains("give_back")) {
 		const auto &g = j["give_back"];
 		if (g.contains("with_pins_held"))

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "pin_suite.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
+#include <sstream>
 
 #include "case_telemetry.hpp"
 #include "gpu_pin.hpp"
@@ -37,6 +40,19 @@ void attach_kernel_rules(case_record &record, const case_def &c)
 	record.expected["kernel_rules"] = rules;
 }
 
+// The loaded modules the kernel marks out of tree (taint flag O in
+// /proc/modules): under --no-module, evidence that the run needed none.
+json out_of_tree_modules()
+{
+	json names = json::array();
+	std::istringstream in(read_text_file("/proc/modules"));
+	for (std::string line; std::getline(in, line);)
+		if (const auto flags = line.rfind('('); flags != std::string::npos &&
+		    line.find('O', flags) != std::string::npos)
+			names.push_back(line.substr(0, line.find(' ')));
+	return names;
+}
+
 class pin_suite final : public suite {
 public:
 	explicit pin_suite(const suite_options &opt) : opt_(opt) {}
@@ -67,11 +83,7 @@ public:
 	std::optional<std::string> preflight(json &doc) override
 	{
 		try {
-			module_.emplace(pin_module::open());
-			auto info = module_->info();
-			doc["module"] = {{"abi_version", info.abi_version},
-					 {"migratetype_method", mt_method_name(info.mt_method)},
-					 {"max_pinned_pages", info.max_pinned_pages}};
+			open_probe(doc);
 			auto second = open_second_pinner(opt_.pins.second_pin, opt_.device);
 			if (!second->device().empty())
 				doc["rdma_device"] = second->device();
@@ -88,6 +100,7 @@ public:
 			return std::nullopt;
 		} catch (const unmet_need &e) {
 			module_.reset();
+			ready_ = false;
 			return e.what();
 		}
 	}
@@ -97,12 +110,12 @@ public:
 	void before_case(const planned_case &pc, json &doc) override
 	{
 		const auto &c = def(pc);
-		if (!module_ || pressed_ == c.where ||
+		if (!ready_ || pressed_ == c.where ||
 		    (c.where != placement::ordinary && !opt_.restricted_present))
 			return;
 		const auto t0 = std::chrono::steady_clock::now();
 		pressure_ = {};
-		pressure_ = press_towards(*module_, pin_page_wish(c.where), opt_.find_budget_mib << 20);
+		pressure_ = press_towards(probe(), pin_page_wish(c.where), opt_.find_budget_mib << 20);
 		pressed_ = c.where;
 		doc["placement_pressure"][std::string(pinmatrix::name(c.where))] = {
 			{"bytes", pressure_.bytes},
@@ -117,11 +130,15 @@ public:
 						 ? "this boot has no CMA area (CmaTotal 0: boot with cma= or hugetlb_cma=; "
 						   "a kernel that failed to reserve it logs \"cma: Failed to reserve\")"
 						 : "this boot has no ZONE_MOVABLE (boot with movablecore=)");
-		auto module = pin_module::open();
+		std::optional<pin_module> module;
+		if (!opt_.pins.without_module())
+			module.emplace(pin_module::open());
 		auto second = open_second_pinner(opt_.pins.second_pin, opt_.device);
 		// Telemetry and the kernel trace of every registration (case_telemetry.hpp).
-		case_telemetry telemetry(&module);
-		json obs = to_json(run_pin_case(def(pc), module, *second, opt_.find_budget_mib << 20));
+		case_telemetry telemetry(module ? &*module : nullptr);
+		const case_tools tools{module ? static_cast<const page_prober &>(*module) : pagemap_,
+				       module ? &*module : nullptr};
+		json obs = to_json(run_pin_case(def(pc), tools, *second, opt_.find_budget_mib << 20));
 		obs.update(telemetry.finish());
 		return {{"observation", obs}};
 	}
@@ -144,11 +161,37 @@ public:
 	{
 		pressure_ = {};
 		module_.reset();
+		ready_ = false;
 		end_run_trace_session(doc);
 	}
 
 private:
 	const pin_sources &plan() const { return opt_.pins; }
+
+	// The test module and its facts, or under --no-module the pagemap
+	// probe, which needs root to see PFNs.
+	void open_probe(json &doc)
+	{
+		if (opt_.pins.without_module()) {
+			if (geteuid() != 0)
+				throw unmet_need("--no-module reads PFNs from /proc/self/pagemap: run as root "
+						 "(CAP_SYS_ADMIN)");
+			doc["out_of_tree_modules"] = out_of_tree_modules();
+		} else {
+			module_.emplace(pin_module::open());
+			const auto info = module_->info();
+			doc["module"] = {{"abi_version", info.abi_version},
+					 {"migratetype_method", mt_method_name(info.mt_method)},
+					 {"max_pinned_pages", info.max_pinned_pages}};
+		}
+		doc["probe"] = probe().probe_name();
+		ready_ = true;
+	}
+
+	const page_prober &probe() const
+	{
+		return module_ ? static_cast<const page_prober &>(*module_) : pagemap_;
+	}
 
 	// The GPU driver behind the source's pins, as found here: a missing one
 	// is no reason to skip the cases that do not need it (those that do
@@ -188,6 +231,8 @@ private:
 
 	suite_options opt_;
 	std::optional<pin_module> module_;
+	pagemap_prober pagemap_;
+	bool ready_ = false;	// preflight found what the cases read pages with
 	placement_pressure pressure_;
 	std::optional<placement> pressed_;
 };

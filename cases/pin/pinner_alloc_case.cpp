@@ -16,7 +16,7 @@
 
 namespace pinmatrix {
 
-observation run_pinner_alloc_case(const case_def &c, const pin_module &module, second_pinner &second)
+observation run_pinner_alloc_case(const case_def &c, const case_tools &tools, second_pinner &second)
 {
 	const size_t ps = page_size();
 	observation obs;
@@ -38,7 +38,7 @@ observation run_pinner_alloc_case(const case_def &c, const pin_module &module, s
 	}
 	std::vector<std::byte> written(page, page + ps);
 	const auto areas = read_cma_areas();
-	auto state = [&] { return describe(module.probe_one(addr), areas); };
+	auto state = [&] { return describe(tools.probe.probe_page(addr), areas); };
 	// The allocation is pinned already: before and after the first pin are
 	// the same page, where the driver chose to put it.
 	obs.before = state();

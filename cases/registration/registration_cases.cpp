@@ -51,8 +51,12 @@ namespace {
 
 mapping page_to_register(const std::optional<pin_module> &module, const body_options &opt)
 {
-	if (module && opt.restricted != placement::ordinary && opt.restricted_present)
-		if (auto found = find_page(*module, opt.restricted, 16 << 20))
+	const pagemap_prober pagemap;
+	const page_prober *probe = module ? static_cast<const page_prober *>(&*module)
+			       : opt.without_module ? &pagemap
+						    : nullptr;
+	if (probe && opt.restricted != placement::ordinary && opt.restricted_present)
+		if (auto found = find_page(*probe, opt.restricted, 16 << 20))
 			return std::move(found->map);
 	return populated_pages(page_size());
 }
@@ -95,7 +99,8 @@ json run_case(const memlock_case &c, const body_options &opt)
 	auto dev = verbs_device::open(opt.device);
 	std::optional<pin_module> module;
 	try {
-		module.emplace(pin_module::open());
+		if (!opt.without_module)
+			module.emplace(pin_module::open());
 	} catch (const unmet_need &) {
 	}
 	const mapping page = page_to_register(module, opt);

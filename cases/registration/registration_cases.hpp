@@ -46,6 +46,9 @@ struct body_options {
 	std::string device;		// RDMA device; empty: the first one
 	placement restricted = placement::movable;
 	bool restricted_present = true;
+	// --no-module: the module is not opened; pages are read through
+	// pagemap (lib/page_probe.hpp).
+	bool without_module = false;
 };
 
 // The body, in the case's process: {"observation": {...}}.

@@ -48,7 +48,8 @@ public:
 	json run_in_child(const planned_case &pc) override
 	{
 		return memlock::run_case(memlock::case_by_id(pc.id),
-					      {opt_.device, opt_.restricted, opt_.restricted_present});
+					      {opt_.device, opt_.restricted, opt_.restricted_present,
+					       opt_.pins.without_module()});
 	}
 
 	case_record judge(const planned_case &pc, const json &obs) override

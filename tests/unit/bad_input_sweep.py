@@ -187,6 +187,13 @@ def cli_inputs(w):
     add("run-placement-bogus", "run", "--placement", "bogus", "--out", out)
     add("run-first-pin-bogus", "run", "--first-pin", "bogus", "--out", out)
     add("run-second-pin-bogus", "run", "--second-pin", "bogus", "--out", out)
+    # --no-module is the only spelling of the stock kernel's source, and
+    # it takes no module and no other first-pin source.
+    add("run-first-pin-stock", "run", "--first-pin", "stock", "--out", out)
+    add("run-no-module-and-first-pin", "run", "--no-module", "--first-pin", "io_uring", "--out", out)
+    add("run-no-module-and-module", "run", "--no-module", "--module", w["file"], "--out", out)
+    add("vm-no-module-and-first-pin", *vm, "--no-module", "--first-pin", "cuda")
+    add("cases-first-pin-stock", "cases", "--first-pin", "stock")
     add("run-find-budget-0", "run", "--find-budget", "0", "--out", out)
     return a
 

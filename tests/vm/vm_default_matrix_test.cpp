@@ -14,8 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "../command.hpp"
+#include "vm_records.hpp"
 
 using nlohmann::json;
+using pinmatrix::test::case_by_id;
 using pinmatrix::test::run_pinmatrix;
 namespace fs = std::filesystem;
 
@@ -30,13 +32,6 @@ json cases_of(const json &doc, const std::string &kernel, const std::string &pla
 	return out;
 }
 
-const json &by_id(const json &cases, const std::string &id)
-{
-	for (const auto &c : cases)
-		if (c["id"] == id)
-			return c;
-	throw std::runtime_error("no case " + id);
-}
 
 } // namespace
 
@@ -101,21 +96,21 @@ TEST_F(VmDefaultMatrix, KernelsWithoutCmaSkipItsRowsWithTheReason)
 void expect_seed_cases(const json &cases, const char *restricted_mt)
 {
 	for (const char *id : {"A", "B", "C", "D"}) {
-		const auto &c = by_id(cases, id);
+		const auto &c = case_by_id(cases, id);
 		EXPECT_EQ(c["verdict"], "pass") << id << ": " << c.value("reason", "");
 	}
-	EXPECT_EQ(by_id(cases, "A")["observed"]["migrated_by_registration"], true);
-	const auto &b = by_id(cases, "B")["observed"];
+	EXPECT_EQ(case_by_id(cases, "A")["observed"]["migrated_by_registration"], true);
+	const auto &b = case_by_id(cases, "B")["observed"];
 	EXPECT_EQ(b["errno"], 12);
 	EXPECT_EQ(b["migrated"], false);
-	EXPECT_EQ(by_id(cases, "C")["observed"]["migrated_by_first_pin"], true);
-	const auto &d = by_id(cases, "D")["observed"];
+	EXPECT_EQ(case_by_id(cases, "C")["observed"]["migrated_by_first_pin"], true);
+	const auto &d = case_by_id(cases, "D")["observed"];
 	EXPECT_EQ(d["errno"], 0);
 	EXPECT_EQ(d["migrated"], false);
 	if (!restricted_mt)
 		return;
 	for (const char *id : {"A", "B", "C"}) {
-		EXPECT_EQ(by_id(cases, id)["observed"]["page"]["before"]["migratetype"], restricted_mt) << id;
+		EXPECT_EQ(case_by_id(cases, id)["observed"]["page"]["before"]["migratetype"], restricted_mt) << id;
 	}
 }
 
@@ -134,11 +129,11 @@ TEST_F(VmDefaultMatrix, SeedCasesOnRealCmaPagesOfStock72)
 		const auto cases = cases_of(doc_, "debian-7.2", placement);
 		expect_seed_cases(cases, "CMA");
 		for (const char *id : {"A", "B", "C"})
-			EXPECT_TRUE(by_id(cases, id)["observed"]["page"]["before"]["cma_area"].is_string()) << id;
-		const auto &a = by_id(cases, "A")["observed"]["page"];
+			EXPECT_TRUE(case_by_id(cases, id)["observed"]["page"]["before"]["cma_area"].is_string()) << id;
+		const auto &a = case_by_id(cases, "A")["observed"]["page"];
 		EXPECT_NE(a["after_registration"]["migratetype"], "CMA");
 		EXPECT_TRUE(a["after_registration"]["cma_area"].is_null());
-		EXPECT_EQ(by_id(cases, "B")["observed"]["page"]["after_registration"]["migratetype"], "CMA");
+		EXPECT_EQ(case_by_id(cases, "B")["observed"]["page"]["after_registration"]["migratetype"], "CMA");
 	}
 }
 
@@ -147,12 +142,12 @@ TEST_F(VmDefaultMatrix, SeedCasesOnRealCmaPagesOfStock72)
 void expect_memory_given_back_unless_stranded(const json &cases)
 {
 	auto answer = [&](const char *id, const char *when) {
-		return by_id(cases, id)["observed"]["give_back"][when]["given_back"];
+		return case_by_id(cases, id)["observed"]["give_back"][when]["given_back"];
 	};
-	EXPECT_EQ(answer("A", "with_pins_held"), true) << by_id(cases, "A")["observed"]["give_back"].dump();
-	EXPECT_EQ(answer("C", "with_pins_held"), true) << by_id(cases, "C")["observed"]["give_back"].dump();
-	EXPECT_EQ(answer("B", "with_pins_held"), false) << by_id(cases, "B")["observed"]["give_back"].dump();
-	EXPECT_EQ(answer("B", "first_pin_released"), true) << by_id(cases, "B")["observed"]["give_back"].dump();
+	EXPECT_EQ(answer("A", "with_pins_held"), true) << case_by_id(cases, "A")["observed"]["give_back"].dump();
+	EXPECT_EQ(answer("C", "with_pins_held"), true) << case_by_id(cases, "C")["observed"]["give_back"].dump();
+	EXPECT_EQ(answer("B", "with_pins_held"), false) << case_by_id(cases, "B")["observed"]["give_back"].dump();
+	EXPECT_EQ(answer("B", "first_pin_released"), true) << case_by_id(cases, "B")["observed"]["give_back"].dump();
 }
 
 TEST_F(VmDefaultMatrix, MovableMemoryGoesBackUnlessAPinStrandsIt)
@@ -170,7 +165,7 @@ TEST_F(VmDefaultMatrix, CmaMemoryGoesBackUnlessAPinStrandsItWhereItCanBeAsked)
 {
 	expect_memory_given_back_unless_stranded(cases_of(doc_, "debian-7.2", "hugetlb_cma"));
 	const auto cma = cases_of(doc_, "debian-7.2", "cma");
-	const auto &unknown = by_id(cma, "B")["observed"]["give_back"];
+	const auto &unknown = case_by_id(cma, "B")["observed"]["give_back"];
 	EXPECT_TRUE(unknown["with_pins_held"]["given_back"].is_null()) << unknown.dump();
 	EXPECT_NE(unknown["with_pins_held"]["detail"].get<std::string>().find("no CMA_DEBUGFS"), std::string::npos);
 }
@@ -199,13 +194,16 @@ TEST_F(VmDefaultMatrix, EveryKernelRanTheSuitesInItsOrdinaryBoot)
 	for (const char *kernel : stock_kernels) {
 		SCOPED_TRACE(kernel);
 		const auto cases = cases_of(doc_, kernel, "ordinary");
-		int ualink = 0, registration = 0;
+		int ualink = 0, registration = 0, fork = 0;
 		for (const auto &c : cases) {
 			const std::string id = c["id"];
 			ualink += id.rfind("ualink/", 0) == 0 && c["verdict"] == "pass";
 			registration += id.rfind("registration/", 0) == 0 && c["verdict"] == "pass";
+			fork += id.rfind("fork/", 0) == 0 && c["verdict"] == "pass";
 		}
 		EXPECT_GT(ualink, 0);
 		EXPECT_GT(registration, 0);
+		// Fork with a registered page: both cases on every kernel.
+		EXPECT_EQ(fork, 2);
 	}
 }

@@ -15,20 +15,15 @@
 #include <nlohmann/json.hpp>
 
 #include "../command.hpp"
+#include "vm_records.hpp"
 
 using nlohmann::json;
+using pinmatrix::test::case_by_id;
 using pinmatrix::test::run_pinmatrix;
 namespace fs = std::filesystem;
 
 namespace {
 
-const json &by_id(const json &doc, const std::string &id)
-{
-	for (const auto &c : doc["cases"])
-		if (c["id"] == id)
-			return c;
-	throw std::runtime_error("no case " + id);
-}
 
 class VmFirstPinners : public ::testing::Test {
 protected:
@@ -78,7 +73,7 @@ TEST_F(VmFirstPinners, CudaDoubleR535_BFailsWithENOMEM)
 {
 	const json doc = load("cuda-r535");
 	EXPECT_EQ(doc["first_pin_source"], "cuda");
-	const auto &b = by_id(doc, "B");
+	const auto &b = case_by_id(doc, "B");
 	EXPECT_EQ(b["first_pin"], "cuda-register");
 	EXPECT_EQ(b["expected"]["contract_source"], "observed");
 	EXPECT_NE(b["expected"]["first_pin_contract"].get<std::string>().find("R535-style"), std::string::npos);
@@ -89,14 +84,14 @@ TEST_F(VmFirstPinners, CudaDoubleR535_BFailsWithENOMEM)
 	EXPECT_EQ(b["observed"]["recovery"]["errno"], 0);
 	EXPECT_NE(b["observed"]["first_pinner"].get<std::string>().find("TEST DOUBLE"), std::string::npos);
 	// The runtime's entry point behaves the same.
-	EXPECT_EQ(by_id(doc, "movable-cudart-register")["observed"]["errno"], 12);
-	EXPECT_EQ(by_id(doc, "D")["observed"]["errno"], 0);
+	EXPECT_EQ(case_by_id(doc, "movable-cudart-register")["observed"]["errno"], 12);
+	EXPECT_EQ(case_by_id(doc, "D")["observed"]["errno"], 0);
 }
 
 TEST_F(VmFirstPinners, CudaDoubleR555_BSucceedsLikeC)
 {
 	const json doc = load("cuda-r555");
-	const auto &b = by_id(doc, "B");
+	const auto &b = case_by_id(doc, "B");
 	EXPECT_NE(b["expected"]["first_pin_contract"].get<std::string>().find("R555-style"), std::string::npos);
 	EXPECT_EQ(b["expected"]["summary"], "ok, no move");
 	EXPECT_EQ(b["observed"]["errno"], 0);
@@ -105,26 +100,26 @@ TEST_F(VmFirstPinners, CudaDoubleR555_BSucceedsLikeC)
 	EXPECT_NE(b["observed"]["page"]["after_first_pin"]["zone"], "Movable");
 	EXPECT_TRUE(b["observed"]["rdma_write_readback"].get<bool>());
 	// C-like: the same outcome as the module's declared long-term pin.
-	EXPECT_EQ(by_id(doc, "C")["observed"]["errno"], 0);
-	EXPECT_TRUE(by_id(doc, "C")["observed"]["migrated_by_first_pin"].get<bool>());
+	EXPECT_EQ(case_by_id(doc, "C")["observed"]["errno"], 0);
+	EXPECT_TRUE(case_by_id(doc, "C")["observed"]["migrated_by_first_pin"].get<bool>());
 }
 
 TEST_F(VmFirstPinners, HipDoubleFollowsItsContract)
 {
-	EXPECT_EQ(by_id(load("hip-r535"), "B")["observed"]["errno"], 12);
-	EXPECT_EQ(by_id(load("hip-r555"), "B")["observed"]["errno"], 0);
-	EXPECT_EQ(by_id(load("hip-r535"), "B")["first_pin"], "hip-register");
+	EXPECT_EQ(case_by_id(load("hip-r535"), "B")["observed"]["errno"], 12);
+	EXPECT_EQ(case_by_id(load("hip-r555"), "B")["observed"]["errno"], 0);
+	EXPECT_EQ(case_by_id(load("hip-r535"), "B")["first_pin"], "hip-register");
 }
 
 TEST_F(VmFirstPinners, IoUringFirstPinMigratesAtItsPin)
 {
 	const json doc = load("io_uring-first");
-	const auto &c = by_id(doc, "C");
+	const auto &c = case_by_id(doc, "C");
 	EXPECT_EQ(c["first_pin"], "io-uring");
 	EXPECT_EQ(c["expected"]["contract_source"], "declared");
 	EXPECT_TRUE(c["observed"]["migrated_by_first_pin"].get<bool>());
 	EXPECT_EQ(c["observed"]["errno"], 0);
-	EXPECT_EQ(by_id(doc, "B")["observed"]["errno"], 12);
+	EXPECT_EQ(case_by_id(doc, "B")["observed"]["errno"], 12);
 }
 
 TEST_F(VmFirstPinners, IoUringSecondPinNeedsNoRdmaDevice)
@@ -132,14 +127,14 @@ TEST_F(VmFirstPinners, IoUringSecondPinNeedsNoRdmaDevice)
 	for (const char *name : {"io_uring-second", "io_uring-both"}) {
 		const json doc = load(name);
 		EXPECT_FALSE(doc.contains("rdma_device")) << name;
-		const auto &a = by_id(doc, "A");
+		const auto &a = case_by_id(doc, "A");
 		EXPECT_EQ(a["second_pin"], "io_uring");
 		EXPECT_TRUE(a["observed"]["migrated_by_registration"].get<bool>()) << name;
 		EXPECT_EQ(a["observed"]["readback_method"], "io_uring-read-fixed");
 		EXPECT_TRUE(a["observed"]["rdma_write_readback"].get<bool>()) << name;
-		EXPECT_EQ(by_id(doc, "B")["observed"]["errno"], 12) << name;
-		EXPECT_EQ(by_id(doc, "C")["observed"]["errno"], 0) << name;
-		EXPECT_EQ(by_id(doc, "D")["observed"]["errno"], 0) << name;
+		EXPECT_EQ(case_by_id(doc, "B")["observed"]["errno"], 12) << name;
+		EXPECT_EQ(case_by_id(doc, "C")["observed"]["errno"], 0) << name;
+		EXPECT_EQ(case_by_id(doc, "D")["observed"]["errno"], 0) << name;
 	}
-	EXPECT_EQ(by_id(load("io_uring-both"), "C")["first_pin"], "io-uring");
+	EXPECT_EQ(case_by_id(load("io_uring-both"), "C")["first_pin"], "io-uring");
 }

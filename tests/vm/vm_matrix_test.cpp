@@ -25,8 +25,10 @@
 #include <nlohmann/json.hpp>
 
 #include "../command.hpp"
+#include "vm_records.hpp"
 
 using nlohmann::json;
+using pinmatrix::test::case_by_id;
 using pinmatrix::test::run_pinmatrix;
 namespace fs = std::filesystem;
 
@@ -53,13 +55,6 @@ json load(const fs::path &dir)
 	return json::parse(in);
 }
 
-const json &by_id(const json &doc, const std::string &id)
-{
-	for (const auto &c : doc["cases"])
-		if (c["id"] == id)
-			return c;
-	throw std::runtime_error("no case " + id);
-}
 
 } // namespace
 
@@ -103,7 +98,7 @@ TEST_F(VmMatrix, EveryPlannedCasePassesOnce)
 	std::set<std::string> suites;
 	for (const auto &c : doc_["cases"])
 		suites.insert(c["suite"]);
-	EXPECT_EQ(suites, (std::set<std::string>{"pin", "ualink", "registration"}));
+	EXPECT_EQ(suites, (std::set<std::string>{"pin", "ualink", "registration", "fork", "race"}));
 }
 
 TEST_F(VmMatrix, RecordsKernelAndBootParameters)
@@ -132,7 +127,7 @@ TEST_F(VmMatrix, ObservedAgreesWithExpectedInTheRecord)
 // The four edges of section 16.5, read from the evidence itself.
 TEST_F(VmMatrix, CaseA_RegistrationMovedThePageOutOfZoneMovable)
 {
-	const auto &o = by_id(doc_, "A")["observed"];
+	const auto &o = case_by_id(doc_, "A")["observed"];
 	EXPECT_EQ(o["page"]["before"]["zone"], "Movable");
 	EXPECT_NE(o["page"]["after_registration"]["zone"], "Movable");
 	EXPECT_NE(o["pfn_before"], o["pfn_after"]);
@@ -142,7 +137,7 @@ TEST_F(VmMatrix, CaseA_RegistrationMovedThePageOutOfZoneMovable)
 
 TEST_F(VmMatrix, CaseB_RegistrationFailedWithENOMEMAndRecovered)
 {
-	const auto &o = by_id(doc_, "B")["observed"];
+	const auto &o = case_by_id(doc_, "B")["observed"];
 	EXPECT_EQ(o["errno"], 12);
 	EXPECT_EQ(o["page"]["after_registration"]["zone"], "Movable");
 	EXPECT_TRUE(o["page"]["after_first_pin"]["maybe_dma_pinned"].get<bool>());
@@ -156,7 +151,7 @@ TEST_F(VmMatrix, CaseB_RegistrationFailedWithENOMEMAndRecovered)
 // that pin is released.
 TEST_F(VmMatrix, CaseA_MemoryGoesBackWithTheRegistrationHeld)
 {
-	const auto &c = by_id(doc_, "A");
+	const auto &c = case_by_id(doc_, "A");
 	const auto &g = c["observed"]["give_back"]["with_pins_held"];
 	EXPECT_EQ(g["given_back"], true) << g.dump();
 	EXPECT_EQ(c["expected"]["memory_given_back_while_held"], true);
@@ -164,7 +159,7 @@ TEST_F(VmMatrix, CaseA_MemoryGoesBackWithTheRegistrationHeld)
 
 TEST_F(VmMatrix, CaseB_MemoryGoesBackOnlyOnceTheFirstPinIsReleased)
 {
-	const auto &c = by_id(doc_, "B");
+	const auto &c = case_by_id(doc_, "B");
 	const auto &g = c["observed"]["give_back"];
 	EXPECT_EQ(g["with_pins_held"]["given_back"], false) << g.dump();
 	EXPECT_EQ(g["first_pin_released"]["given_back"], true) << g.dump();
@@ -173,7 +168,7 @@ TEST_F(VmMatrix, CaseB_MemoryGoesBackOnlyOnceTheFirstPinIsReleased)
 
 TEST_F(VmMatrix, CaseC_FirstPinMovedThePage)
 {
-	const auto &o = by_id(doc_, "C")["observed"];
+	const auto &o = case_by_id(doc_, "C")["observed"];
 	EXPECT_EQ(o["page"]["before"]["zone"], "Movable");
 	EXPECT_NE(o["page"]["after_first_pin"]["zone"], "Movable");
 	EXPECT_TRUE(o["migrated_by_first_pin"].get<bool>());
@@ -183,7 +178,7 @@ TEST_F(VmMatrix, CaseC_FirstPinMovedThePage)
 
 TEST_F(VmMatrix, CaseD_OrdinaryPageStaysAndRegisters)
 {
-	const auto &o = by_id(doc_, "D")["observed"];
+	const auto &o = case_by_id(doc_, "D")["observed"];
 	EXPECT_NE(o["page"]["before"]["zone"], "Movable");
 	EXPECT_FALSE(o["migrated"].get<bool>());
 	EXPECT_EQ(o["errno"], 0);
@@ -243,7 +238,8 @@ TEST_F(VmMatrix, KernelTraceWasSetUpThroughTracefsAndRemoved)
 TEST_F(VmMatrix, EveryRegistrationHasATelemetryRecord)
 {
 	for (const auto &c : doc_["cases"]) {
-		if (c["suite"] == "ualink")
+		// The suites whose registrations carry telemetry (case_telemetry.hpp).
+		if (c["suite"] != "pin" && c["suite"] != "registration")
 			continue;
 		const auto &regs = c["observed"]["registrations"];
 		ASSERT_FALSE(regs.empty()) << c["id"];
@@ -264,7 +260,7 @@ TEST_F(VmMatrix, EveryRegistrationHasATelemetryRecord)
 
 TEST_F(VmMatrix, CaseB_TracePathEndsInENOMEMAndTelemetrySaysPlacementBlockedByThePin)
 {
-	const auto &c = by_id(doc_, "B");
+	const auto &c = case_by_id(doc_, "B");
 	const auto &r = registration(c);
 	EXPECT_EQ(r["errno"], 12);
 	EXPECT_EQ(r["classification"]["class"], "long-term placement blocked by an existing pin")
@@ -292,7 +288,7 @@ TEST_F(VmMatrix, CaseB_TracePathEndsInENOMEMAndTelemetrySaysPlacementBlockedByTh
 
 TEST_F(VmMatrix, CaseA_TraceShowsTheMigration)
 {
-	const auto &c = by_id(doc_, "A");
+	const auto &c = case_by_id(doc_, "A");
 	const auto &t = registration(c)["trace"];
 	EXPECT_EQ(t["outcome"], "success");
 	EXPECT_TRUE(t["migration_attempted"].get<bool>());
@@ -309,7 +305,7 @@ TEST_F(VmMatrix, CaseA_TraceShowsTheMigration)
 
 TEST_F(VmMatrix, MemlockQuotaIsClassifiedAsTheQuotaNotPlacement)
 {
-	const auto &c = by_id(doc_, "registration/memlock-quota");
+	const auto &c = case_by_id(doc_, "registration/memlock-quota");
 	EXPECT_EQ(c["verdict"], "pass") << c.value("reason", "");
 	const auto &r = registration(c);
 	EXPECT_EQ(r["errno"], 12);
@@ -322,7 +318,7 @@ TEST_F(VmMatrix, MemlockQuotaIsClassifiedAsTheQuotaNotPlacement)
 	// The limit restored, the same page registers.
 	EXPECT_EQ(registration(c, 1)["errno"], 0);
 	// A zero limit is EPERM, which is not called an ENOMEM.
-	const auto &zero = registration(by_id(doc_, "registration/memlock-zero"));
+	const auto &zero = registration(case_by_id(doc_, "registration/memlock-zero"));
 	EXPECT_EQ(zero["errno"], 1);
 	EXPECT_EQ(zero["classification"]["class"], "not ENOMEM");
 }
@@ -467,22 +463,22 @@ TEST(VmFaults, GuestPanicIsAnErrorAndKeepsWhatFinished)
 	EXPECT_EQ(r.exit_code, 1) << r.output;
 	auto doc = load(dir);
 	EXPECT_EQ(doc["verdict"], "error");
-	EXPECT_EQ(by_id(doc, "A")["verdict"], "pass");
+	EXPECT_EQ(case_by_id(doc, "A")["verdict"], "pass");
 	for (const char *id : {"B", "D"}) {
-		EXPECT_EQ(by_id(doc, id)["verdict"], "error") << id;
-		EXPECT_NE(by_id(doc, id)["reason"].get<std::string>().find("no result from the guest"),
+		EXPECT_EQ(case_by_id(doc, id)["verdict"], "error") << id;
+		EXPECT_NE(case_by_id(doc, id)["reason"].get<std::string>().find("no result from the guest"),
 			  std::string::npos);
 	}
 	EXPECT_NE(doc["vm"]["serial_excerpt"].get<std::string>().find("Kernel panic"), std::string::npos)
 		<< doc["vm"]["serial_excerpt"];
 	EXPECT_TRUE(fs::exists(dir / "serial.log"));
 	// B was running: its record names it and carries the panic's task dump.
-	const auto &b = by_id(doc, "B");
+	const auto &b = case_by_id(doc, "B");
 	EXPECT_NE(b["reason"].get<std::string>().find("case B was running when the guest ended"), std::string::npos)
 		<< b["reason"];
 	EXPECT_NE(b["serial_excerpt"].get<std::string>().find("sysrq_handle_crash"), std::string::npos)
 		<< b["serial_excerpt"];
-	EXPECT_NE(by_id(doc, "D")["reason"].get<std::string>().find("not reached"), std::string::npos);
+	EXPECT_NE(case_by_id(doc, "D")["reason"].get<std::string>().find("not reached"), std::string::npos);
 }
 
 // A CMA area the kernel could not reserve (cma=64G in a 1 GiB guest: "cma:
@@ -496,10 +492,10 @@ TEST(VmFaults, CmaTheKernelFailedToReserveIsASkipNotAnOomKill)
 			       dir.string());
 	EXPECT_EQ(r.exit_code, 0) << r.output;
 	auto doc = load(dir);
-	EXPECT_EQ(by_id(doc, "A")["verdict"], "skip");
-	EXPECT_NE(by_id(doc, "A")["reason"].get<std::string>().find("no CMA area (CmaTotal 0"), std::string::npos)
-		<< by_id(doc, "A")["reason"];
-	EXPECT_EQ(by_id(doc, "D")["verdict"], "pass");
+	EXPECT_EQ(case_by_id(doc, "A")["verdict"], "skip");
+	EXPECT_NE(case_by_id(doc, "A")["reason"].get<std::string>().find("no CMA area (CmaTotal 0"), std::string::npos)
+		<< case_by_id(doc, "A")["reason"];
+	EXPECT_EQ(case_by_id(doc, "D")["verdict"], "pass");
 }
 
 TEST(VmFaults, CaseThatNeverReturnsIsKilledAndTheRestRun)
@@ -509,10 +505,10 @@ TEST(VmFaults, CaseThatNeverReturnsIsKilledAndTheRestRun)
 	auto r = run_pinmatrix("vm --cases B,C --fault hang-at=B --case-timeout 5 --out " + dir.string());
 	EXPECT_EQ(r.exit_code, 1) << r.output;
 	auto doc = load(dir);
-	EXPECT_EQ(by_id(doc, "B")["verdict"], "error");
-	EXPECT_NE(by_id(doc, "B")["reason"].get<std::string>().find("did not finish within 5 s"),
+	EXPECT_EQ(case_by_id(doc, "B")["verdict"], "error");
+	EXPECT_NE(case_by_id(doc, "B")["reason"].get<std::string>().find("did not finish within 5 s"),
 		  std::string::npos);
-	EXPECT_EQ(by_id(doc, "C")["verdict"], "pass");
+	EXPECT_EQ(case_by_id(doc, "C")["verdict"], "pass");
 }
 
 TEST(VmFaults, GuestThatNeverEndsIsKilledAtTheTimeout)
@@ -522,8 +518,8 @@ TEST(VmFaults, GuestThatNeverEndsIsKilledAtTheTimeout)
 	auto r = run_pinmatrix("vm --cases A --timeout 2 --out " + dir.string());
 	EXPECT_EQ(r.exit_code, 1) << r.output;
 	auto doc = load(dir);
-	EXPECT_EQ(by_id(doc, "A")["verdict"], "error");
-	EXPECT_NE(by_id(doc, "A")["reason"].get<std::string>().find("killed"), std::string::npos);
+	EXPECT_EQ(case_by_id(doc, "A")["verdict"], "error");
+	EXPECT_NE(case_by_id(doc, "A")["reason"].get<std::string>().find("killed"), std::string::npos);
 	EXPECT_EQ(doc["vm"]["qemu_exit"], "killed");
 }
 
@@ -547,7 +543,7 @@ TEST(VmFaults, GuestPastItsTimeoutIsAskedForItsTaskDumpsBeforeTheKill)
 	for (const char *want : {"sysrq: Show Blocked State", "sysrq: Show backtrace of all active CPUs",
 				 "sysrq: Show State", "task:pinmatrix"})
 		EXPECT_NE(serial.find(want), std::string::npos) << want << " not in serial.log";
-	EXPECT_EQ(by_id(doc, "B")["verdict"], "error");
+	EXPECT_EQ(case_by_id(doc, "B")["verdict"], "error");
 }
 
 // A registration that never returns, inside the kernel: the module's PIN
@@ -560,7 +556,7 @@ TEST(VmFaults, CaseStuckInTheKernelIsDumpedKilledAndTheRestRun)
 	auto r = run_pinmatrix("vm --cases B,C,D --fault kernel-hang-at=B --case-timeout 6 --out " + dir.string());
 	EXPECT_EQ(r.exit_code, 1) << r.output;
 	auto doc = load(dir);
-	const auto &b = by_id(doc, "B");
+	const auto &b = case_by_id(doc, "B");
 	EXPECT_EQ(b["verdict"], "error");
 	const std::string reason = b["reason"];
 	EXPECT_NE(reason.find("did not finish within 6 s"), std::string::npos) << reason;
@@ -581,8 +577,8 @@ TEST(VmFaults, CaseStuckInTheKernelIsDumpedKilledAndTheRestRun)
 	// was off again for the next cases.
 	const auto &after_kill = stuck["vmstat_after_kill"];
 	EXPECT_EQ(after_kill["nr_foll_pin_acquired"], after_kill["nr_foll_pin_released"]) << stuck.dump(2);
-	EXPECT_EQ(by_id(doc, "C")["verdict"], "pass") << by_id(doc, "C").value("reason", "");
-	EXPECT_EQ(by_id(doc, "D")["verdict"], "pass") << by_id(doc, "D").value("reason", "");
+	EXPECT_EQ(case_by_id(doc, "C")["verdict"], "pass") << case_by_id(doc, "C").value("reason", "");
+	EXPECT_EQ(case_by_id(doc, "D")["verdict"], "pass") << case_by_id(doc, "D").value("reason", "");
 	EXPECT_EQ(doc["vmstat_after"]["nr_foll_pin_acquired"], doc["vmstat_after"]["nr_foll_pin_released"]);
 	EXPECT_TRUE(doc["complete"].get<bool>());
 }
@@ -601,7 +597,7 @@ json spinning_case(unsigned cpus)
 			       " --guest-cmd 'bash " PINMATRIX_SOURCE_DIR "/tests/vm/spinning-task.sh " PINMATRIX_BIN
 			       " /run/pinmatrix/spin'");
 	EXPECT_EQ(r.exit_code, 1) << r.output;
-	json b = by_id(load(dir / "guest" / "spin"), "B");
+	json b = case_by_id(load(dir / "guest" / "spin"), "B");
 	EXPECT_EQ(b["verdict"], "error");
 	const std::string reason = b["reason"];
 	EXPECT_NE(reason.find("did not finish within 6 s"), std::string::npos) << reason;
@@ -701,14 +697,14 @@ TEST(VmFaults, KilledQemuIsAnErrorNamingTheRunningCaseAndKeepsWhatFinished)
 	EXPECT_EQ(r.exit_code, 1) << r.output;
 	auto doc = load(dir);
 	EXPECT_EQ(doc["verdict"], "error");
-	EXPECT_EQ(by_id(doc, "A")["verdict"], "pass") << by_id(doc, "A").value("reason", "");
-	const auto &b = by_id(doc, "B");
+	EXPECT_EQ(case_by_id(doc, "A")["verdict"], "pass") << case_by_id(doc, "A").value("reason", "");
+	const auto &b = case_by_id(doc, "B");
 	EXPECT_EQ(b["verdict"], "error");
 	EXPECT_NE(b["reason"].get<std::string>().find("case B was running when the guest ended: QEMU was killed by signal 9"),
 		  std::string::npos)
 		<< b["reason"];
 	EXPECT_FALSE(b["serial_excerpt"].get<std::string>().empty());
-	const auto &d = by_id(doc, "D");
+	const auto &d = case_by_id(doc, "D");
 	EXPECT_EQ(d["verdict"], "error");
 	EXPECT_NE(d["reason"].get<std::string>().find("not reached"), std::string::npos) << d["reason"];
 	EXPECT_EQ(doc["vm"]["qemu_exit"], 128 + SIGKILL);

@@ -7,6 +7,7 @@
 #   modules         the directory of the modules built for this kernel
 #   module_ko       the test module (pinmatrix.ko) in it
 #   ualink_sim_ko   the UALink reference model (matrix mode)
+#   load_test_modules  0 under --no-module: no out-of-tree module is loaded
 #   run_argv=(...)  `pinmatrix run ...` (matrix mode)
 #   bench_argv=(...) pinmatrix_bench after the cases, or empty (matrix mode)
 #   guest_cmd       a shell command (command and ssh modes)
@@ -101,7 +102,11 @@ serve_ssh() {
 # (benchmarks/README.md), the run's exit status kept as the job's.
 run_matrix() {
   local rc
-  load_ualink_sim
+  if ((load_test_modules)); then
+    load_ualink_sim
+  else
+    echo 'pinmatrix-job: --no-module: no out-of-tree module loaded'
+  fi
   mark runner-start
   "${run_argv[@]}"
   rc=$?

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "fork_suite.hpp"
+
+#include "fork_cases.hpp"
+#include "second_pin.hpp"
+#include "sys_error.hpp"
+
+namespace pinmatrix {
+
+using nlohmann::json;
+
+namespace {
+
+// The runner's interface over the table, body and judge of fork_cases.hpp.
+class fork_suite final : public suite {
+public:
+	explicit fork_suite(const suite_options &opt) : opt_(opt) {}
+
+	std::string name() const override { return "fork"; }
+
+	std::vector<planned_case> cases() const override
+	{
+		std::vector<planned_case> out;
+		for (const auto &c : fork_cases::case_table())
+			out.push_back({c.id(), c.name});
+		return out;
+	}
+
+	std::string describe(const planned_case &c) const override
+	{
+		return fork_cases::case_by_id(c.id).checks;
+	}
+
+	std::optional<std::string> preflight(json &doc) override
+	{
+		try {
+			auto second = open_second_pinner(opt_.pins.second_pin, opt_.device);
+			doc["fork"] = {{"second_pin", second->name()}, {"device", second->device()}};
+		} catch (const unmet_need &e) {
+			return e.what();
+		}
+		return std::nullopt;
+	}
+
+	json run_in_child(const planned_case &c) override
+	{
+		return fork_cases::run_case(fork_cases::case_by_id(c.id), opt_.pins.second_pin, opt_.device);
+	}
+
+	case_record judge(const planned_case &c, const json &observation) override
+	{
+		return fork_cases::judge_case(fork_cases::case_by_id(c.id), observation);
+	}
+
+	case_record not_run(const planned_case &c, verdict v, const std::string &reason) override
+	{
+		return fork_cases::not_run_case(fork_cases::case_by_id(c.id), v, reason);
+	}
+
+private:
+	suite_options opt_;
+};
+
+} // namespace
+
+std::unique_ptr<suite> make_fork_suite(const suite_options &opt)
+{
+	return std::make_unique<fork_suite>(opt);
+}
+
+} // namespace pinmatrix

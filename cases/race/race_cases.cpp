@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "race_cases.hpp"
+
+#include <sys/mman.h>
+
+#include <barrier>
+#include <stdexcept>
+#include <thread>
+
+#include "mapping.hpp"
+#include "second_pin.hpp"
+#include "sys_error.hpp"
+
+namespace pinmatrix::race_cases {
+
+using nlohmann::json;
+
+// The table.
+
+namespace {
+
+const std::vector<race_case> table = {
+	{"reg-mr-same-buffer",
+	 "4 threads ibv_reg_mr one 64-page buffer of restricted memory at once, 20 rounds: every page of a "
+	 "buffer any of them registered has left restricted memory",
+	 "ibv_reg_mr", 4, 64, 20},
+	{"io-uring-same-buffer",
+	 "4 threads register one 64-page buffer of restricted memory as io_uring fixed buffers at once, 20 "
+	 "rounds: every page of a buffer any of them pinned has left restricted memory",
+	 "io_uring", 4, 64, 20},
+	{"mixed-same-buffer",
+	 "ibv_reg_mr and io_uring threads (2 each) on one 64-page buffer of restricted memory at once, 20 "
+	 "rounds: as above",
+	 "mixed", 4, 64, 20},
+};
+
+} // namespace
+
+const std::vector<race_case> &case_table() { return table; }
+
+const race_case &case_by_id(const std::string &id)
+{
+	for (const auto &c : table)
+		if (c.id() == id)
+			return c;
+	throw std::logic_error("not a race case: " + id);
+}
+
+// The body.
+
+namespace {
+
+std::string pinner_of(const race_case &c, unsigned thread)
+{
+	if (std::string(c.pinners) != "mixed")
+		return c.pinners;
+	return thread % 2 ? "io_uring" : "ibv_reg_mr";
+}
+
+// A buffer of c.pages pages, every one in restricted memory: fresh
+// anonymous memory until one fits (THP off, 4 KiB pages).
+mapping restricted_buffer(const race_case &c, const page_prober &probe, const body_options &opt)
+{
+	const size_t length = size_t(c.pages) * page_size();
+	std::vector<mapping> tried;	// held, so that the next try gets other pages
+	for (size_t spent = 0; spent < opt.find_budget_bytes; spent += length) {
+		mapping m = populated_pages(length);
+		bool all = true;
+		for (const auto &p : probe.probe_pages(m.addr(), c.pages))
+			all = all && classify(p) == opt.restricted;
+		if (all)
+			return m;
+		tried.push_back(std::move(m));
+	}
+	throw unmet_need("no " + std::to_string(c.pages) + "-page buffer all in " +
+			 std::string(name(opt.restricted)) + " memory within " +
+			 std::to_string(opt.find_budget_bytes >> 20) + " MiB (boot with movablecore= or cma=)");
+}
+
+struct round_result {
+	std::vector<int> errnos;
+	size_t left_restricted = 0;	// pages of the buffer still in restricted memory after all
+	size_t pinned_restricted = 0;	// of those, the module says maybe DMA-pinned (module probe only)
+};
+
+round_result race_round(const race_case &c, const page_prober &probe, const body_options &opt,
+			std::vector<std::unique_ptr<second_pinner>> &pinners)
+{
+	mapping buf = restricted_buffer(c, probe, opt);
+	const size_t length = buf.size();
+	round_result r;
+	r.errnos.assign(c.threads, 0);
+	std::barrier start(c.threads);
+	std::vector<std::thread> threads;
+	for (unsigned t = 0; t < c.threads; t++)
+		threads.emplace_back([&, t] {
+			start.arrive_and_wait();
+			r.errnos[t] = pinners[t]->take(buf.data(), length).err;
+		});
+	for (auto &t : threads)
+		t.join();
+	for (const auto &p : probe.probe_pages(buf.addr(), c.pages))
+		if (classify(p) == opt.restricted) {
+			r.left_restricted++;
+			r.pinned_restricted += (p.flags & PINMATRIX_PAGE_MAYBE_DMA_PINNED) != 0;
+		}
+	for (auto &p : pinners)
+		p->release();
+	return r;
+}
+
+} // namespace
+
+json run_case(const race_case &c, const page_prober &probe, const body_options &opt)
+{
+	std::vector<std::unique_ptr<second_pinner>> pinners;
+	for (unsigned t = 0; t < c.threads; t++)
+		pinners.push_back(open_second_pinner(pinner_of(c, t), opt.device));
+	json rounds = json::array();
+	for (unsigned i = 0; i < c.rounds; i++) {
+		const round_result r = race_round(c, probe, opt, pinners);
+		rounds.push_back({{"errnos", r.errnos},
+				  {"pages_left_restricted", r.left_restricted},
+				  {"pages_left_restricted_and_pinned", r.pinned_restricted}});
+	}
+	return {{"observation",
+		 {{"rounds", rounds},
+		  {"probe", probe.probe_name()},
+		  {"placement", name(opt.restricted)},
+		  {"cpus", std::thread::hardware_concurrency()}}}};
+}
+
+// The judge.
+
+namespace {
+
+std::string expected_summary(const race_case &c)
+{
+	return "no success in place: any of " + std::to_string(c.threads) +
+	       " racing pins that succeeds leaves none of the buffer's pages in restricted memory (ENOMEM legal)";
+}
+
+} // namespace
+
+case_record not_run_case(const race_case &c, verdict v, const std::string &reason)
+{
+	case_record r;
+	r.id = c.id();
+	r.name = c.name;
+	r.details = {{"source", c.checks}, {"second_pin", c.pinners}};
+	r.expected = {{"summary", expected_summary(c)},
+		      {"threads", c.threads},
+		      {"pages", c.pages},
+		      {"rounds", c.rounds},
+		      {"success_in_place", false}};
+	r.outcome = v;
+	r.reason = reason;
+	return r;
+}
+
+case_record judge_case(const race_case &c, const json &observation)
+{
+	case_record r = not_run_case(c, verdict::pass, "");
+	size_t successes = 0, refusals = 0, in_place_rounds = 0;
+	const auto &rounds = observation.at("rounds");
+	for (size_t i = 0; i < rounds.size(); i++) {
+		const auto &round = rounds[i];
+		size_t ok = 0;
+		for (int e : round.at("errnos").get<std::vector<int>>())
+			(e ? refusals : ok)++;
+		successes += ok;
+		const size_t left = round.at("pages_left_restricted");
+		if (ok && left && !in_place_rounds++)
+			r.add_reason("round " + std::to_string(i + 1) + ": " + std::to_string(ok) +
+				     " pin(s) succeeded with " + std::to_string(left) + " of the buffer's " +
+				     std::to_string(c.pages) + " pages still in " +
+				     observation.value("placement", std::string("restricted")) +
+				     " memory (a long-term pin succeeded in place)");
+	}
+	if (in_place_rounds) {
+		r.outcome = verdict::fail;
+		r.add_reason(std::to_string(in_place_rounds) + " of " + std::to_string(rounds.size()) +
+			     " rounds so");
+	}
+	if (!successes && !in_place_rounds) {
+		r.outcome = verdict::skip;
+		r.add_reason("no racing pin succeeded in any round (all refused: ENOMEM is legal, but nothing "
+			     "was left to check)");
+	}
+	if (rounds.size() != c.rounds) {
+		r.outcome = verdict::error;
+		r.add_reason(std::to_string(rounds.size()) + " of " + std::to_string(c.rounds) + " rounds ran");
+	}
+	r.observed = observation;
+	(*r.observed)["successes"] = successes;
+	(*r.observed)["refusals"] = refusals;
+	(*r.observed)["rounds_in_place"] = in_place_rounds;
+	(*r.observed)["summary"] = std::to_string(successes) + " pins ok, " + std::to_string(refusals) +
+				   " refused, " + std::to_string(in_place_rounds) + " rounds in place";
+	return r;
+}
+
+} // namespace pinmatrix::race_cases

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "race_suite.hpp"
+
+#include <unistd.h>
+
+#include <optional>
+
+#include "pin_module.hpp"
+#include "race_cases.hpp"
+#include "sys_error.hpp"
+
+namespace pinmatrix {
+
+using nlohmann::json;
+
+namespace {
+
+// The runner's interface over the table, body and judge of race_cases.hpp.
+class race_suite final : public suite {
+public:
+	explicit race_suite(const suite_options &opt) : opt_(opt) {}
+
+	std::string name() const override { return "race"; }
+
+	std::vector<planned_case> cases() const override
+	{
+		std::vector<planned_case> out;
+		for (const auto &c : race_cases::case_table())
+			out.push_back({c.id(), c.name});
+		return out;
+	}
+
+	std::string describe(const planned_case &c) const override
+	{
+		return race_cases::case_by_id(c.id).checks;
+	}
+
+	std::optional<std::string> preflight(json &doc) override
+	{
+		if (opt_.restricted == placement::ordinary || !opt_.restricted_present)
+			return "this boot has no restricted memory to race on (boot movable, cma or hugetlb_cma)";
+		if (opt_.pins.without_module() && geteuid() != 0)
+			return "--no-module reads PFNs from /proc/self/pagemap: run as root";
+		doc["race"] = {{"placement", pinmatrix::name(opt_.restricted)}, {"cpus", sysconf(_SC_NPROCESSORS_ONLN)}};
+		return std::nullopt;
+	}
+
+	// CMA takes movable allocations only once it holds more than half the
+	// free pages: fill first, once for the suite (lib/placement.hpp).
+	void before_case(const planned_case &, json &doc) override
+	{
+		if (pressed_ || opt_.restricted != placement::cma)
+			return;
+		const auto probe = open_probe();
+		pressure_ = press_towards(*probe.prober, opt_.restricted, opt_.find_budget_mib << 20);
+		pressed_ = true;
+		doc["race"]["pressure_bytes"] = pressure_.bytes;
+	}
+
+	json run_in_child(const planned_case &c) override
+	{
+		const auto probe = open_probe();
+		return race_cases::run_case(race_cases::case_by_id(c.id), *probe.prober,
+					    {opt_.device, opt_.restricted, size_t(64) << 20});
+	}
+
+	case_record judge(const planned_case &c, const json &observation) override
+	{
+		return race_cases::judge_case(race_cases::case_by_id(c.id), observation);
+	}
+
+	case_record not_run(const planned_case &c, verdict v, const std::string &reason) override
+	{
+		return race_cases::not_run_case(race_cases::case_by_id(c.id), v, reason);
+	}
+
+	void finish(json &) override { pressure_ = {}; }
+
+private:
+	// The module's probe, else (--no-module, or no module here) pagemap's.
+	struct probe_in_use {
+		std::optional<pin_module> module;
+		std::unique_ptr<pagemap_prober> pagemap;
+		const page_prober *prober = nullptr;
+	};
+	probe_in_use open_probe() const
+	{
+		probe_in_use p;
+		try {
+			if (!opt_.pins.without_module())
+				p.module.emplace(pin_module::open());
+		} catch (const unmet_need &) {
+		}
+		if (p.module) {
+			p.prober = &*p.module;
+		} else {
+			p.pagemap = std::make_unique<pagemap_prober>();
+			p.prober = p.pagemap.get();
+		}
+		return p;
+	}
+
+	suite_options opt_;
+	placement_pressure pressure_;
+	bool pressed_ = false;
+};
+
+} // namespace
+
+std::unique_ptr<suite> make_race_suite(const suite_options &opt)
+{
+	return std::make_unique<race_suite>(opt);
+}
+
+} // namespace pinmatrix
