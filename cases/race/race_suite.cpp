@@ -52,7 +52,7 @@ public:
 		if (pressed_ || opt_.restricted != placement::cma)
 			return;
 		const auto probe = open_probe();
-		pressure_ = press_towards(*probe.prober, opt_.restricted, opt_.find_budget_mib << 20);
+		pressure_ = press_towards(probe.get(), opt_.restricted, opt_.find_budget_mib << 20);
 		pressed_ = true;
 		doc["race"]["pressure_bytes"] = pressure_.bytes;
 	}
@@ -60,7 +60,7 @@ public:
 	json run_in_child(const planned_case &c) override
 	{
 		const auto probe = open_probe();
-		return race_cases::run_case(race_cases::case_by_id(c.id), *probe.prober,
+		return race_cases::run_case(race_cases::case_by_id(c.id), probe.get(),
 					    {opt_.device, opt_.restricted, size_t(64) << 20});
 	}
 
@@ -80,8 +80,11 @@ private:
 	// The module's probe, else (--no-module, or no module here) pagemap's.
 	struct probe_in_use {
 		std::optional<pin_module> module;
-		std::unique_ptr<pagemap_prober> pagemap;
-		const page_prober *prober = nullptr;
+		pagemap_prober pagemap;
+		const page_prober &get() const
+		{
+			return module ? static_cast<const page_prober &>(*module) : pagemap;
+		}
 	};
 	probe_in_use open_probe() const
 	{
@@ -90,12 +93,6 @@ private:
 			if (!opt_.pins.without_module())
 				p.module.emplace(pin_module::open());
 		} catch (const unmet_need &) {
-		}
-		if (p.module) {
-			p.prober = &*p.module;
-		} else {
-			p.pagemap = std::make_unique<pagemap_prober>();
-			p.prober = p.pagemap.get();
 		}
 		return p;
 	}
