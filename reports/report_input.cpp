@@ -563,7 +563,8 @@ std::vector<fact> give_back_facts(const json &obs)
 	if (!g)
 		return out;
 	for (auto [key, when] : {std::pair{"with_pins_held", "pins held"},
-				 std::pair{"first_pin_released", "first pin released"}})
+				 std::pair{"first_pin_released", "first pin released"},
+				 std::pair{"all_released", "every pin released (control)"}})
 		if (const json *a = member(*g, key)) {
 			const json *given = member(*a, "given_back");
 			const std::string answer = given && given->is_boolean() ? (given->get<bool>() ? "yes" : "no")

@@ -94,6 +94,10 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 
 	if (!reg.err) {
 		second.readback(addr, ps, seed + 1, obs.rdma_write_readback, obs.rdma_detail);
+		second.release();
+		first.release();
+		if (restricted)
+			obs.give_back_control = give_back_memory(obs.before.pfn, obs.before.placement);
 		return obs;
 	}
 	// The failed registration must leave the page as it was, and must
@@ -105,6 +109,8 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	second_pin_result again = second.take(addr, ps);
 	obs.recovery = recovery_record{again.err, again.latency_ns, tools.probe.probe_page(page.addr()).pfn};
 	second.release();
+	if (restricted)
+		obs.give_back_control = give_back_memory(obs.before.pfn, obs.before.placement);
 	return obs;
 }
 

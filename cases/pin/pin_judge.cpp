@@ -134,9 +134,13 @@ void judge_refused(const first_pin_traits &pin, const observation &obs, std::vec
 
 // The harm: restricted memory goes back with every pin held unless a pin
 // strands the page in it, and once the first pin is gone in any case. An
-// unknown answer (no oracle here) decides nothing; the record says why.
+// unknown answer (no oracle here) decides nothing; the record says why. Nor
+// does any answer when the control (every pin of the case released) could
+// not give the memory back either: then other memory kept it.
 void judge_give_back(const expectation &e, const observation &obs, std::vector<std::string> &why)
 {
+	if (obs.give_back_control && obs.give_back_control->given_back != true)
+		return;
 	if (const auto &g = obs.give_back_held; g && g->given_back &&
 	    *g->given_back != e.memory_given_back_while_held())
 		why.push_back(std::string(*g->given_back ? "memory given back" : "memory not given back") +

@@ -65,6 +65,10 @@ struct observation {
 	// refused registration, once the first pin was released.
 	std::optional<give_back_attempt> give_back_held;
 	std::optional<give_back_attempt> give_back_released;
+	// The control, at the case's end with every pin of it released: a
+	// block that does not go back then was kept by other memory in it (a
+	// machine under memory pressure), and the answers above prove nothing.
+	std::optional<give_back_attempt> give_back_control;
 
 	bool migrated_by_first_pin() const;
 	bool migrated_by_registration() const;

@@ -102,6 +102,8 @@ json to_json(const observation &o)
 		j["give_back"]["with_pins_held"] = to_json(*o.give_back_held);
 	if (o.give_back_released)
 		j["give_back"]["first_pin_released"] = to_json(*o.give_back_released);
+	if (o.give_back_control)
+		j["give_back"]["all_released"] = to_json(*o.give_back_control);
 	return j;
 }
 
@@ -140,6 +142,8 @@ observation observation_from_json(const json &j)
 			o.give_back_held = give_back_from_json(g["with_pins_held"]);
 		if (g.contains("first_pin_released"))
 			o.give_back_released = give_back_from_json(g["first_pin_released"]);
+		if (g.contains("all_released"))
+			o.give_back_control = give_back_from_json(g["all_released"]);
 	}
 	return o;
 }

@@ -99,6 +99,24 @@ TEST(Judge, TheMemoryGoesBackUnlessAPinStrandsThePage)
 	EXPECT_NE(r.reason.find("after the first pin was released"), std::string::npos) << r.reason;
 }
 
+// Under memory pressure a block may not go back even with every pin of the
+// case released (tests/vm/memory-pressure.sh): then its answers prove
+// nothing about the pins; with the control given back they do.
+TEST(Judge, AGiveBackTheControlCouldNotDoEitherDecidesNothing)
+{
+	auto a = good_a();
+	a.give_back_held = answer(false);
+	a.give_back_control = answer(false);
+	EXPECT_EQ(judge(find("A"), a).outcome, verdict::pass);
+	a.give_back_control = answer(true);
+	EXPECT_EQ(judge(find("A"), a).outcome, verdict::fail);
+	auto b = good_b();
+	b.give_back_held = answer(false);
+	b.give_back_released = answer(false);
+	b.give_back_control = answer(false);
+	EXPECT_EQ(judge(find("B"), b).outcome, verdict::pass);
+}
+
 TEST(Judge, AnUnknownGiveBackDecidesNothing)
 {
 	auto a = good_a();
