@@ -31,7 +31,13 @@ struct give_back_attempt {
 	int64_t latency_ns = 0;		// the attempt, to its answer or its bound
 };
 
+// A refusal is waited for this long where one is expected (B's first pin
+// held) ...
 inline constexpr std::chrono::seconds give_back_bound{3};
+// ... and this long where the memory is expected back: a busy machine
+// (memory pressure, TCG) can take seconds to move a block, and a refusal
+// there fails the case.
+inline constexpr std::chrono::seconds give_back_patient_bound{12};
 
 // Why the memory holding pfn could not be given back whatever the pins:
 // no memory hotplug in sysfs, a block that is not online, or a block with
