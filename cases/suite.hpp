@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,25 @@ public:
 	// After the last case (release what before_case() held).
 	virtual void finish(nlohmann::json &) {}
 };
+
+// A table suite's helpers (registration, fork, race, UALink): its rows as
+// planned cases, and the row of an id (std::logic_error for an id that is
+// not in the table: the runner only asks for the ids it was given).
+template <typename Row> std::vector<planned_case> planned_cases_of(const std::vector<Row> &table)
+{
+	std::vector<planned_case> out;
+	for (const auto &r : table)
+		out.push_back({r.id(), std::string(r.name)});
+	return out;
+}
+
+template <typename Row> const Row &row_by_id(const std::vector<Row> &table, const std::string &id, const char *suite)
+{
+	for (const auto &r : table)
+		if (r.id() == id)
+			return r;
+	throw std::logic_error(std::string("not a ") + suite + " case: " + id);
+}
 
 // All suites, in plan order.
 std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt);

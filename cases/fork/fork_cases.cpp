@@ -12,6 +12,7 @@
 #include "byte_pattern.hpp"
 #include "mapping.hpp"
 #include "second_pin.hpp"
+#include "suite.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
 
@@ -54,10 +55,7 @@ const std::vector<fork_case> &case_table() { return table; }
 
 const fork_case &case_by_id(const std::string &id)
 {
-	for (const auto &c : table)
-		if (c.id() == id)
-			return c;
-	throw std::logic_error("not a fork case: " + id);
+	return row_by_id(table, id, "fork");
 }
 
 // The body.

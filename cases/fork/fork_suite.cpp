@@ -20,10 +20,7 @@ public:
 
 	std::vector<planned_case> cases() const override
 	{
-		std::vector<planned_case> out;
-		for (const auto &c : fork_cases::case_table())
-			out.push_back({c.id(), c.name});
-		return out;
+		return planned_cases_of(fork_cases::case_table());
 	}
 
 	std::string describe(const planned_case &c) const override

@@ -9,6 +9,7 @@
 
 #include "mapping.hpp"
 #include "second_pin.hpp"
+#include "suite.hpp"
 #include "sys_error.hpp"
 
 namespace pinmatrix::race_cases {
@@ -40,10 +41,7 @@ const std::vector<race_case> &case_table() { return table; }
 
 const race_case &case_by_id(const std::string &id)
 {
-	for (const auto &c : table)
-		if (c.id() == id)
-			return c;
-	throw std::logic_error("not a race case: " + id);
+	return row_by_id(table, id, "race");
 }
 
 // The body.

@@ -13,6 +13,7 @@
 #include "case_telemetry.hpp"
 #include "mapping.hpp"
 #include "pin_module.hpp"
+#include "suite.hpp"
 #include "sys_error.hpp"
 #include "verbs.hpp"
 
@@ -40,10 +41,7 @@ const std::vector<memlock_case> &case_table()
 
 const memlock_case &case_by_id(const std::string &id)
 {
-	for (const auto &c : case_table())
-		if (id == c.id())
-			return c;
-	throw std::logic_error("not a registration case: " + id);
+	return row_by_id(case_table(), id, "registration");
 }
 
 // The body.

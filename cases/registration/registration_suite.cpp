@@ -22,10 +22,7 @@ public:
 
 	std::vector<planned_case> cases() const override
 	{
-		std::vector<planned_case> out;
-		for (const auto &c : memlock::case_table())
-			out.push_back({c.id(), c.name});
-		return out;
+		return planned_cases_of(memlock::case_table());
 	}
 
 	std::string describe(const planned_case &c) const override

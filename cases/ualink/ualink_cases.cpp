@@ -27,6 +27,7 @@
 #include "byte_pattern.hpp"
 #include "capability.hpp"
 #include "kernel_log.hpp"
+#include "suite.hpp"
 #include "sys_error.hpp"
 #include "text.hpp"
 
@@ -1253,10 +1254,7 @@ int64_t case_def::want(std::string_view key) const
 
 const case_def &case_by_id(const std::string &id)
 {
-	for (const auto &c : case_table())
-		if (c.id() == id)
-			return c;
-	throw std::logic_error("not a UALink case: " + id);
+	return row_by_id(case_table(), id, "UALink");
 }
 
 std::string rc_name(int rc)

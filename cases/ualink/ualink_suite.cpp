@@ -17,10 +17,7 @@ public:
 
 	std::vector<planned_case> cases() const override
 	{
-		std::vector<planned_case> out;
-		for (const auto &c : ualink::case_table())
-			out.push_back({c.id(), std::string(c.name)});
-		return out;
+		return planned_cases_of(ualink::case_table());
 	}
 
 	std::string describe(const planned_case &c) const override
