@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "backing_suite.hpp"
 #include "fork_suite.hpp"
 #include "pin_suite.hpp"
 #include "race_suite.hpp"
@@ -20,8 +21,36 @@ std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt)
 	all.push_back(make_registration_suite(opt));
 	all.push_back(make_fork_suite(opt));
 	all.push_back(make_race_suite(opt));
+	all.push_back(make_backing_suite(opt));
 	return all;
 }
+
+namespace {
+
+// The entries `w` names (a case id or name, or a suite's name); throws
+// usage_error for a name nothing answers to, listing what is known.
+std::vector<bool> named_by(const std::vector<std::unique_ptr<suite>> &suites, const std::vector<plan_entry> &all,
+			   const std::string &w)
+{
+	if (w.empty())
+		throw usage_error("an empty case name in the list of cases (two commas, or one at an end?)");
+	std::vector<bool> hit(all.size());
+	bool any = false;
+	for (size_t i = 0; i < all.size(); i++)
+		if (all[i].c.id == w || all[i].c.name == w || all[i].owner->name() == w)
+			hit[i] = any = true;
+	if (!any) {
+		std::string known;
+		for (const auto &s : suites)
+			known += (known.empty() ? "" : ", ") + s->name();
+		for (const auto &e : all)
+			known += ", " + e.c.id;
+		throw usage_error("unknown case '" + w + "' (known: " + known + ")");
+	}
+	return hit;
+}
+
+} // namespace
 
 std::vector<plan_entry> select_plan(const std::vector<std::unique_ptr<suite>> &suites,
 				    const std::vector<std::string> &wanted)
@@ -30,31 +59,28 @@ std::vector<plan_entry> select_plan(const std::vector<std::unique_ptr<suite>> &s
 	for (const auto &s : suites)
 		for (const auto &c : s->cases())
 			all.push_back({s.get(), c});
-	if (wanted.empty() || (wanted.size() == 1 && wanted[0] == "all"))
-		return all;
-
-	std::vector<bool> chosen(all.size());
+	// Everything unless something is named to be in; then less what is
+	// named to be out ("-NAME").
+	bool includes = false;
+	for (const auto &w : wanted)
+		includes = includes || (w != "all" && (w.empty() || w[0] != '-'));
+	std::vector<bool> chosen(all.size(), !includes);
 	for (const auto &w : wanted) {
-		if (w.empty())
-			throw usage_error("an empty case name in the list of cases (two commas, or one at an end?)");
-		bool hit = false;
+		if (w == "all")
+			continue;
+		const bool out = !w.empty() && w[0] == '-';
+		const auto hit = named_by(suites, all, out ? w.substr(1) : w);
 		for (size_t i = 0; i < all.size(); i++)
-			if (all[i].c.id == w || all[i].c.name == w || all[i].owner->name() == w)
-				chosen[i] = hit = true;
-		if (!hit) {
-			std::string known;
-			for (const auto &s : suites)
-				known += (known.empty() ? "" : ", ") + s->name();
-			for (const auto &e : all)
-				known += ", " + e.c.id;
-			throw usage_error("unknown case '" + w + "' (known: " + known + ")");
-		}
+			if (hit[i])
+				chosen[i] = !out;
 	}
 	// The plan's order, whatever order they were named in.
 	std::vector<plan_entry> out;
 	for (size_t i = 0; i < all.size(); i++)
 		if (chosen[i])
 			out.push_back(all[i]);
+	if (out.empty())
+		throw usage_error("the list of cases leaves nothing to run");
 	return out;
 }
 

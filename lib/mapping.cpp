@@ -18,8 +18,12 @@ size_t page_size()
 
 mapping mapping::anonymous(size_t length, bool populate)
 {
-	int flags = MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0);
-	void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE, flags, -1, 0);
+	return map(length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0));
+}
+
+mapping mapping::map(size_t length, int prot, int flags, int fd, off_t offset)
+{
+	void *p = mmap(nullptr, length, prot, flags, fd, offset);
 	if (p == MAP_FAILED)
 		throw last_sys_error("mmap " + std::to_string(length) + " bytes");
 	mapping m;

@@ -2,18 +2,22 @@
 #pragma once
 
 #include <cstddef>
+#include <sys/types.h>
+
 #include <cstdint>
 #include <span>
 
 namespace pinmatrix {
 
-// An anonymous private mapping, unmapped when it goes. Pages can be given
+// A mapping (anonymous private unless made by map()), unmapped when it goes. Pages can be given
 // back early with trim_to(), which keeps one page-aligned window.
 class mapping {
 public:
 	mapping() = default;
 	// populate: fault every page in for write (MAP_POPULATE).
 	static mapping anonymous(size_t length, bool populate);
+	// Any mmap(2) (a file, memfd, hugetlb, ...); throws sys_error on failure.
+	static mapping map(size_t length, int prot, int flags, int fd = -1, off_t offset = 0);
 
 	mapping(mapping &&o) noexcept;
 	mapping &operator=(mapping &&o) noexcept;

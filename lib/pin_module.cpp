@@ -274,4 +274,15 @@ const char *mt_method_name(uint32_t method)
 	}
 }
 
+page_probe_in_use open_page_probe(bool without_module)
+{
+	page_probe_in_use p;
+	try {
+		if (!without_module)
+			p.module.emplace(pin_module::open());
+	} catch (const unmet_need &) {
+	}
+	return p;
+}
+
 } // namespace pinmatrix

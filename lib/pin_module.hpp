@@ -5,6 +5,7 @@
 // 0 or -errno and changes nothing on failure; foo() throws std::system_error.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,5 +89,17 @@ const char *zone_name(uint8_t zone);
 const char *migratetype_name(uint8_t mt);
 const char *contract_name(uint32_t contract);
 const char *mt_method_name(uint32_t method);
+
+// The pages of a case's own memory read through the test module where it
+// can be opened, else (--no-module, or no module here) through pagemap.
+struct page_probe_in_use {
+	std::optional<pin_module> module;
+	pagemap_prober pagemap;
+	const page_prober &get() const
+	{
+		return module ? static_cast<const page_prober &>(*module) : pagemap;
+	}
+};
+page_probe_in_use open_page_probe(bool without_module);
 
 } // namespace pinmatrix

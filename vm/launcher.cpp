@@ -488,9 +488,10 @@ std::string boot_append(const group_spec &g)
 // cryptomgr.notests: the crypto self-tests cost ~0.4 s of a TCG boot.
 // sysrq_always_enabled: the keyboard's SysRq dumps for a wedged guest
 // (dump_wedged_guest; Debian's default mask allows none of them).
+// secretmem.enable=1: memfd_secret on 6.1 to 6.4 too (cases/backing/).
 std::string guest_cmdline(const fs::path &kernel_dir, const group_spec &g)
 {
-	return "console=ttyS0 panic=-1 quiet cryptomgr.notests sysrq_always_enabled pinmatrix.kdir=" +
+	return "console=ttyS0 panic=-1 quiet cryptomgr.notests sysrq_always_enabled secretmem.enable=1 pinmatrix.kdir=" +
 	       kernel_dir.string() +
 	       " pinmatrix.stage2=" + (source_dir / "vm/guest/stage2").string() + " " + boot_append(g);
 }
@@ -888,13 +889,15 @@ int run_single(const vm_options &opt)
 		not_written = e.what();
 	}
 	std::cout << '\n' << format_table(doc["cases"]);
+	// No "vm" when the guest never booted (the kernel cannot run the boot).
+	const json vm = doc.value("vm", json::object());
 	if (doc.contains("cannot_run"))
 		std::cout << "cannot run here: " << outcome.ended << "\n";
 	else if (!outcome.ended.empty())
-		std::cout << "guest: " << outcome.ended << "\n" << doc["vm"].value("serial_excerpt", "");
+		std::cout << "guest: " << outcome.ended << "\n" << vm.value("serial_excerpt", "");
 	std::printf("pinmatrix vm: %s in %.1f s (boot to verdict%s); results in %s\n",
 		    doc["verdict"].get<std::string>().c_str(), wall_s,
-		    phases_text(doc["vm"].value("phases_s", json::object())).c_str(),
+		    phases_text(vm.value("phases_s", json::object())).c_str(),
 		    not_written.empty() ? (g.out / "results.json").c_str() : "none (not written, see below)");
 	const int rc = with_kernel_alarms(exit_code(summarize_json(doc["cases"])), outcome.kernel_alarms);
 	if (!not_written.empty()) {

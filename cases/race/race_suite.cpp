@@ -74,25 +74,7 @@ public:
 	void finish(json &) override { pressure_ = {}; }
 
 private:
-	// The module's probe, else (--no-module, or no module here) pagemap's.
-	struct probe_in_use {
-		std::optional<pin_module> module;
-		pagemap_prober pagemap;
-		const page_prober &get() const
-		{
-			return module ? static_cast<const page_prober &>(*module) : pagemap;
-		}
-	};
-	probe_in_use open_probe() const
-	{
-		probe_in_use p;
-		try {
-			if (!opt_.pins.without_module())
-				p.module.emplace(pin_module::open());
-		} catch (const unmet_need &) {
-		}
-		return p;
-	}
+	page_probe_in_use open_probe() const { return open_page_probe(opt_.pins.without_module()); }
 
 	suite_options opt_;
 	placement_pressure pressure_;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <set>
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "plan.hpp"
@@ -94,6 +96,19 @@ TEST(Plan, SelectByIdOrNameKeepsPlanOrder)
 	EXPECT_EQ(selected_ids({"all"}).size(), planned_total());
 	// A suite's name selects its cases: the pin suite's are the plan's.
 	EXPECT_EQ(selected_ids({"pin"}).size(), pin_cases().size());
+}
+
+// "-NAME" takes cases out: alone, of everything; after names, of those.
+TEST(Plan, ALeadingDashTakesCasesOut)
+{
+	const auto all_but = selected_ids({"-backing/hugetlb-2m"});
+	EXPECT_EQ(all_but.size(), planned_total() - 1);
+	EXPECT_EQ(std::count(all_but.begin(), all_but.end(), "backing/hugetlb-2m"), 0);
+	EXPECT_EQ(selected_ids({"pin", "-B", "-C"}).size(), pin_cases().size() - 2);
+	EXPECT_EQ(selected_ids({"A", "B", "-B"}), (std::vector<std::string>{"A"}));
+	EXPECT_THROW(selected_ids({"A", "-A"}), usage_error);	// nothing left
+	EXPECT_THROW(selected_ids({"-Z"}), usage_error);	// unknown, out or in
+	EXPECT_THROW(selected_ids({"-"}), usage_error);
 }
 
 TEST(Plan, UnknownCaseIsAUsageErrorNamingIt)

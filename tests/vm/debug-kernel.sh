@@ -48,8 +48,11 @@ echo "== planted: exit $rc (want 1)"
 # The suite, with the timeouts vm.matrix, vm.ualink, vm.fuzz and
 # vm.fuzz-ualink use: the debug kernel under TCG needs no more (README
 # "The debug kernel").
-step matrix vm --kernel build:debug --out "$out/matrix"
-step matrix-cma vm --kernel build:debug --boot cma --out "$out/matrix-cma"
+# Less backing/hugetlb-2m: 6.1's follow_hugetlb_page() WARNs on it (a known
+# bug of the kernel, which vm.backing shows on stock 6.1), and a WARNING
+# fails the run; this test is about the suite's own code under KASAN.
+step matrix vm --kernel build:debug --cases=-backing/hugetlb-2m --out "$out/matrix"
+step matrix-cma vm --kernel build:debug --boot cma --cases=-backing/hugetlb-2m --out "$out/matrix-cma"
 # The UALink guest tests without EachBit/* (one suite run per fault bit:
 # 180 of their 226 s here). Those check the suite's judgement, which the
 # kernel does not change (vm.ualink runs them); the model's code under each

@@ -79,15 +79,34 @@ protected:
 	static inline json doc_;
 };
 
-TEST_F(VmMatrix, EveryPlannedCasePassesOnce)
+// Stock 6.1's one known bug the plan hits: a long-term pin of a 2 MiB
+// hugetlb page in ZONE_MOVABLE WARNs in follow_hugetlb_page() and fails
+// with ENOMEM (cases/backing/; tests/vm/vm_backing_test.cpp). It fails the
+// run, as it should; every other case passes.
+static bool known_bug_of_61(const json &c)
 {
-	EXPECT_EQ(run_.exit_code, 0) << run_.output;
+	return c["id"] == "backing/hugetlb-2m" && c["verdict"] == "fail" &&
+	       c.value("reason", "").find("known bug of this kernel") != std::string::npos;
+}
+
+TEST_F(VmMatrix, EveryPlannedCasePassesOnceButTheKnownBug)
+{
+	EXPECT_EQ(run_.exit_code, 1) << run_.output;
 	EXPECT_EQ(doc_["schema"], "pinmatrix/1");
-	EXPECT_EQ(doc_["verdict"], "pass");
+	EXPECT_EQ(doc_["verdict"], "fail");
 	ASSERT_EQ(doc_["plan"].size(), doc_["cases"].size());
 	for (size_t i = 0; i < doc_["plan"].size(); i++) {
 		const auto &c = doc_["cases"][i];
 		EXPECT_EQ(c["id"], doc_["plan"][i]);
+		if (c["id"] == "backing/hugetlb-2m") {
+			EXPECT_TRUE(known_bug_of_61(c)) << c.dump(2);
+			continue;
+		}
+		// No restricted memory of the kind: the 1 GiB page needs hugetlb_cma.
+		if (c["id"] == "backing/hugetlb-1g-cma") {
+			EXPECT_EQ(c["verdict"], "skip") << c["id"];
+			continue;
+		}
 		EXPECT_EQ(c["verdict"], "pass") << c["id"] << ": " << c.value("reason", "");
 		if (c["suite"] == "pin") {
 			EXPECT_GT(c["latency_ns"].get<int64_t>(), 0) << c["id"];
@@ -98,7 +117,7 @@ TEST_F(VmMatrix, EveryPlannedCasePassesOnce)
 	std::set<std::string> suites;
 	for (const auto &c : doc_["cases"])
 		suites.insert(c["suite"]);
-	EXPECT_EQ(suites, (std::set<std::string>{"pin", "ualink", "registration", "fork", "race"}));
+	EXPECT_EQ(suites, (std::set<std::string>{"pin", "ualink", "registration", "fork", "race", "backing"}));
 }
 
 TEST_F(VmMatrix, RecordsKernelAndBootParameters)
@@ -496,6 +515,22 @@ TEST(VmFaults, CmaTheKernelFailedToReserveIsASkipNotAnOomKill)
 	EXPECT_NE(case_by_id(doc, "A")["reason"].get<std::string>().find("no CMA area (CmaTotal 0"), std::string::npos)
 		<< case_by_id(doc, "A")["reason"];
 	EXPECT_EQ(case_by_id(doc, "D")["verdict"], "pass");
+}
+
+// A boot the kernel cannot offer (Debian's bookworm 6.12 has no CONFIG_CMA):
+// no guest starts, every case is a SKIP with the reason, exit 4 ("cannot
+// run here"), and the summary line is printed (it read the VM's phases,
+// which a run that never booted has none of, and threw).
+TEST(VmFaults, BootTheKernelLacksIsCannotRunHere)
+{
+	require_vm();
+	auto dir = out_dir("boot-lacking");
+	auto r = run_pinmatrix("vm --kernel debian:6.12+deb12 --boot hugetlb_cma --cases A --out " + dir.string());
+	EXPECT_EQ(r.exit_code, 4) << r.output;
+	EXPECT_NE(r.output.find("cannot run here: hugetlb_cma: CONFIG_CMA is not set"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("pinmatrix vm: skip in "), std::string::npos) << r.output;
+	auto doc = load(dir);
+	EXPECT_EQ(case_by_id(doc, "A")["verdict"], "skip");
 }
 
 TEST(VmFaults, CaseThatNeverReturnsIsKilledAndTheRestRun)

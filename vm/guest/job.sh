@@ -78,6 +78,20 @@ CONFIG
   fi
 }
 
+# A small ext4 filesystem on a loop device for the backing suite's file
+# cases (cases/backing/): tmpfs, the guest's only writable filesystem, needs
+# no dirty tracking, which is what those cases are about.
+prepare_disk_dir() {
+  local disk=/run/pinmatrix-disk
+  mkdir -p "$disk" &&
+    modprobe loop && modprobe ext4 &&
+    truncate -s 64M /run/tmp/disk.img &&
+    mkfs.ext4 -q -F /run/tmp/disk.img &&
+    mount -o loop /run/tmp/disk.img "$disk" &&
+    export PINMATRIX_DISK_DIR=$disk ||
+    echo 'pinmatrix-job: no ext4 scratch filesystem: the file backing cases will SKIP'
+}
+
 # The user's --guest-cmd, as a shell runs it (without this script's set -u).
 run_guest_cmd() {
   set +u
@@ -107,6 +121,7 @@ run_matrix() {
   else
     echo 'pinmatrix-job: --no-module: no out-of-tree module loaded'
   fi
+  prepare_disk_dir
   mark runner-start
   "${run_argv[@]}"
   rc=$?

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "backing_cases.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "proc_pages.hpp"
+#include "suite.hpp"
+#include "sys_error.hpp"
+#include "verbs.hpp"
+
+namespace pinmatrix::backing_cases {
+
+using nlohmann::json;
+
+// The table.
+
+namespace {
+
+constexpr kernel_version every{0, 0, 0};
+constexpr size_t one_page = 4096, huge_2m = size_t(2) << 20;
+
+// Where each kernel decides, named once.
+constexpr const char *migrates =
+	"__gup_longterm_locked(): check_and_migrate_movable_pages() (6.1) or _folios() (6.2 on) migrates "
+	"every page out of ZONE_MOVABLE and CMA before the pin holds it";
+constexpr const char *hugetlb_migrates =
+	"isolate_hugetlb() and migrate_pages(): alloc_migration_target() takes a pool page that may be pinned, "
+	"or allocates a fresh one outside; 6.12 has no follow_hugetlb_page() (hugetlb is in follow_page_mask())";
+constexpr const char *secretmem_refused = "check_vma_flags(): vma_is_secretmem() refuses any GUP with -EFAULT";
+constexpr const char *faulted_under_pin =
+	"__gup_longterm_locked() faults the pages in under memalloc_pin_save(): no __GFP_MOVABLE, so never "
+	"ZONE_MOVABLE or CMA";
+
+const std::vector<backing_case> table = {
+	{"anon-thp", "a 2 MiB anonymous THP in restricted memory, registered whole: it leaves (moved whole or "
+		     "split, both legal: observed.thp_after says which)",
+	 backing::anon_thp, true, true, true, huge_2m, pages_after::out_of_restricted,
+	 {{every, 0, "migrate_pages() moves the THP whole, or splits it when no 2 MiB target is free"}}},
+	{"hugetlb-2m", "a 2 MiB hugetlbfs page in restricted memory: it moves to a fresh huge page outside",
+	 backing::hugetlb_2m, true, true, true, huge_2m, pages_after::out_of_restricted,
+	 {{every, 0, hugetlb_migrates,
+	   "follow_hugetlb_page() grabs the page with try_grab_folio(), whose FOLL_LONGTERM check (meant for "
+	   "GUP-fast) refuses a page that is not long-term pinnable: WARN_ON_ONCE and ENOMEM before the page "
+	   "can be migrated (seen on Debian's 6.1.192)"},
+	  {{6, 12, 0}, 0, hugetlb_migrates}}},
+	{"hugetlb-1g-cma", "a 1 GiB hugetlb page from hugetlb_cma: refused with ENOMEM (no gigantic page outside "
+			   "CMA to move it to), never registered in place",
+	 backing::hugetlb_1g, true, true, true, one_page, pages_after::out_of_restricted,
+	 {{every, ENOMEM, "alloc_migrate_huge_page() (6.1) / alloc_migrate_hugetlb_folio() (6.12) never allocates "
+			  "a gigantic page for migration, the pool has none outside CMA: migrate_pages() fails"}}},
+	{"memfd", "a shmem page (memfd, MAP_SHARED) in restricted memory: registers and leaves",
+	 backing::memfd, true, true, true, one_page, pages_after::out_of_restricted,
+	 {{every, 0, "shmem needs no dirty tracking, so it is not refused as a file; migrates as any page"}}},
+	{"file-shared-writable", "a writable MR of a disk file's MAP_SHARED page in restricted memory: 6.1 "
+				 "registers and moves it; from 6.5 refused (EFAULT)",
+	 backing::file, true, true, true, one_page, pages_after::out_of_restricted,
+	 {{every, 0, migrates},
+	  {{6, 5, 0}, EFAULT, "check_vma_flags(): writable_file_mapping_allowed() refuses a FOLL_LONGTERM write "
+			      "to a mapping that needs dirty tracking (476c1dfefab8, 6.5)"}}},
+	{"file-shared-read-only", "a read-only MR of a read-only MAP_SHARED disk file page: refused before 6.2 "
+				  "(ib_umem_get() forced a write), registers and moves it from 6.2",
+	 backing::file, false, false, true, one_page, pages_after::out_of_restricted,
+	 {{every, EFAULT, "ib_umem_get() took FOLL_WRITE | FOLL_FORCE for a read-only MR; check_vma_flags() "
+			  "refuses a forced write to a shared mapping without VM_WRITE"},
+	  {{6, 2, 0}, 0, "ib_umem_get() pins read-only without FOLL_FORCE (RDMA/umem: remove FOLL_FORCE usage, "
+			 "6.2); then migrates"}}},
+	{"anon-read-only", "a read-only MR of an anonymous page in restricted memory: it leaves as for a writable one",
+	 backing::anon, false, true, true, one_page, pages_after::out_of_restricted, {{every, 0, migrates}}},
+	{"unpopulated", "a writable MR of 16 never-touched anonymous pages: faulted in outside restricted memory",
+	 backing::unpopulated, true, true, false, 16 * one_page, pages_after::fresh_private,
+	 {{every, 0, faulted_under_pin}}},
+	{"zero-page", "a read-only MR of 16 pages that map the shared zero page: replaced by private pages "
+		      "outside restricted memory",
+	 backing::zero_page, false, true, false, 16 * one_page, pages_after::fresh_private,
+	 {{every, 0, "ib_umem_get() forced a write fault (FOLL_WRITE | FOLL_FORCE) that replaces the zero page"},
+	  {{6, 2, 0}, 0, "gup_must_unshare(): a read-only FOLL_LONGTERM pin in a COW mapping unshares the zero "
+			 "page (8d6a0ac09a16, 6.2)"}}},
+	{"secretmem", "a memfd_secret page: refused (EFAULT)",
+	 backing::secretmem, true, true, false, one_page, pages_after::out_of_restricted,
+	 {{every, EFAULT, secretmem_refused}}},
+};
+
+} // namespace
+
+const std::vector<backing_case> &case_table() { return table; }
+
+const backing_case &case_by_id(const std::string &id)
+{
+	return row_by_id(table, id, "backing");
+}
+
+const version_outcome *outcome_for(const backing_case &c, const std::optional<kernel_version> &v)
+{
+	if (!v)
+		return c.outcomes.size() == 1 ? &c.outcomes.front() : nullptr;
+	const version_outcome *hit = nullptr;
+	for (const auto &o : c.outcomes)
+		if (o.from <= *v)
+			hit = &o;
+	return hit;
+}
+
+// The body.
+
+namespace {
+
+json page_counts(const std::vector<pinmatrix_page> &pages)
+{
+	size_t absent = 0, zero = 0, restricted = 0, ordinary = 0, unknown = 0;
+	for (const auto &p : pages) {
+		if (!(p.flags & PINMATRIX_PAGE_PRESENT))
+			absent++;
+		else if (p.flags & PINMATRIX_PAGE_ZERO)
+			zero++;
+		else if (const auto where = classify(p); !where)
+			unknown++;
+		else
+			(*where == placement::ordinary ? ordinary : restricted)++;
+	}
+	return {{"absent", absent}, {"zero_page", zero}, {"restricted", restricted}, {"ordinary", ordinary},
+		{"unknown", unknown}, {"first_pfn", pages.empty() ? 0 : pages.front().pfn}};
+}
+
+size_t pages_moved(const std::vector<pinmatrix_page> &before, const std::vector<pinmatrix_page> &after)
+{
+	size_t moved = 0;
+	for (size_t i = 0; i < before.size() && i < after.size(); i++)
+		moved += before[i].pfn && after[i].pfn && before[i].pfn != after[i].pfn;
+	return moved;
+}
+
+// A THP that left: one folio still (512 contiguous PFNs from an aligned
+// head that /proc/kpageflags calls a THP), or split into 4 KiB pages.
+std::string thp_fate(uintptr_t addr, const std::vector<pinmatrix_page> &after)
+{
+	bool contiguous = after.front().pfn % after.size() == 0;
+	for (size_t i = 1; contiguous && i < after.size(); i++)
+		contiguous = after[i].pfn == after.front().pfn + i;
+	const auto head = read_proc_pages(getpid(), addr, 1).at(0);
+	const bool thp = head.kpageflags && (*head.kpageflags >> 22 & 1);
+	return contiguous && thp ? "moved whole (one 2 MiB folio)" : "split (4 KiB pages, not one 2 MiB folio)";
+}
+
+// Fresh anonymous pages written without any pin: where the allocator puts
+// them here, so that "outside restricted memory" after a pin means more
+// than that the allocator never went there.
+json fresh_pages_control(const page_prober &probe)
+{
+	mapping m = populated_pages(16 * page_size());
+	return page_counts(probe.probe_pages(m.addr(), 16));
+}
+
+void require_memory(const backing_case &c, const body_options &opt)
+{
+	if (c.starts_restricted && !opt.restricted_present)
+		throw unmet_need("this boot has no restricted memory to start in (boot movable, cma or hugetlb_cma)");
+	if (c.kind == backing::hugetlb_1g && opt.restricted != placement::cma)
+		throw unmet_need("a 1 GiB hugetlb page in restricted memory comes from hugetlb_cma (boot hugetlb_cma)");
+}
+
+} // namespace
+
+json run_case(const backing_case &c, const page_prober &probe, const body_options &opt)
+{
+	require_memory(c, opt);
+	const verbs_device dev = verbs_device::open(opt.device);
+	memory_options mo;
+	mo.probe = &probe;
+	if (c.starts_restricted)
+		mo.restricted = opt.restricted;
+	mo.writable_mapping = c.writable_mapping;
+	mo.disk_dir = opt.disk_dir;
+	const backed_region region = make_backing(c.kind, mo);
+
+	const size_t length = std::min(c.register_bytes, region.map.size()), n = length / page_size();
+	const auto before = probe.probe_pages(region.map.addr(), n);
+	const registration reg =
+		register_memory(dev, region.map.data(), length, c.writable_mr ? registration_access : 0);
+	const auto after = probe.probe_pages(region.map.addr(), n);
+	json o = {{"backing", name(c.kind)},
+		  {"pages", n},
+		  {"errno", reg.err},
+		  {"errno_name", reg.err ? strerrorname_np(reg.err) : "0"},
+		  {"latency_ns", reg.latency_ns},
+		  {"before", page_counts(before)},
+		  {"after", page_counts(after)},
+		  {"pages_moved", pages_moved(before, after)},
+		  {"probe", probe.probe_name()},
+		  {"placement", name(opt.restricted)},
+		  {"device", dev.name()}};
+	if (c.kind == backing::anon_thp && !reg.err)
+		o["thp_after"] = thp_fate(region.map.addr(), after);
+	if (c.after == pages_after::fresh_private)
+		o["control_fresh_pages"] = fresh_pages_control(probe);
+	return {{"observation", o}};
+}
+
+// The judge.
+
+namespace {
+
+std::string errno_text(int err)
+{
+	return err ? strerrorname_np(err) : "success";
+}
+
+std::string expected_summary(const backing_case &c, const version_outcome *want)
+{
+	if (!want)
+		return "unknown: the outcome depends on the kernel version, which cannot be read";
+	if (want->err)
+		return std::string("ibv_reg_mr refused with ") + errno_text(want->err);
+	return c.after == pages_after::fresh_private
+		       ? "registers on present private pages, none the zero page, none in restricted memory"
+		       : "registers, and no page of it is left in restricted memory";
+}
+
+// Why a registration that succeeded breaks the row, or "".
+std::string pages_problem(const backing_case &c, const json &after, size_t pages)
+{
+	const auto count = [&](const char *k) { return after.at(k).get<size_t>(); };
+	if (count("restricted"))
+		return "registered with " + std::to_string(count("restricted")) + " of " + std::to_string(pages) +
+		       " pages still in restricted memory (a long-term pin succeeded in place)";
+	if (c.after == pages_after::fresh_private && (count("zero_page") || count("absent")))
+		return "registered with " + std::to_string(count("zero_page")) + " page(s) still the zero page and " +
+		       std::to_string(count("absent")) + " absent";
+	return "";
+}
+
+} // namespace
+
+case_record not_run_case(const backing_case &c, verdict v, const std::string &reason,
+			 const std::optional<kernel_version> &kv)
+{
+	const version_outcome *want = outcome_for(c, kv);
+	case_record r;
+	r.id = c.id();
+	r.name = c.name;
+	r.details = {{"source", c.checks}, {"backing", name(c.kind)}};
+	r.expected = {{"summary", expected_summary(c, want)},
+		      {"mr", c.writable_mr ? "writable" : "read-only"},
+		      {"kernel_version", kv ? json(kv->text()) : json(nullptr)}};
+	if (want) {
+		r.expected["errno"] = want->err;
+		r.expected["errno_name"] = errno_text(want->err);
+		r.expected["because"] = want->because;
+		r.expected["since"] = want->from == every ? "every kernel" : want->from.text();
+		if (want->known_bug)
+			r.expected["known_bug"] = want->known_bug;
+	}
+	r.outcome = v;
+	r.reason = reason;
+	return r;
+}
+
+case_record judge_case(const backing_case &c, const json &observation, const std::optional<kernel_version> &v)
+{
+	case_record r = not_run_case(c, verdict::pass, "", v);
+	r.observed = observation;
+	const int err = observation.at("errno");
+	(*r.observed)["summary"] = err ? "refused: " + errno_text(err) : "registered";
+	const version_outcome *want = outcome_for(c, v);
+	if (!want) {
+		r.outcome = verdict::skip;
+		r.add_reason("the kernel's upstream version cannot be read and this row's outcome depends on it");
+		return r;
+	}
+	if (err != want->err) {
+		r.outcome = verdict::fail;
+		r.add_reason("ibv_reg_mr: " + errno_text(err) + ", expected " + errno_text(want->err) + " on " +
+			     (v ? v->text() : std::string("this kernel")) + " (" + want->because + ")");
+		if (want->known_bug)
+			r.add_reason(std::string("a known bug of this kernel: ") + want->known_bug);
+		return r;
+	}
+	if (err)
+		return r;
+	const size_t pages = observation.at("pages");
+	if (const auto problem = pages_problem(c, observation.at("after"), pages); !problem.empty()) {
+		r.outcome = verdict::fail;
+		r.add_reason(problem);
+	} else if (const size_t before = observation.at("before").at("restricted"); c.starts_restricted && before < pages) {
+		r.outcome = verdict::skip;
+		r.add_reason("only " + std::to_string(before) + " of " + std::to_string(pages) +
+			     " pages were in restricted memory when registered (reclaimed after they were found?): "
+			     "nothing was checked");
+	} else if (observation.at("after").at("unknown").get<size_t>()) {
+		r.outcome = verdict::skip;
+		r.add_reason("the probe cannot place some of the registered pages (" +
+			     observation.value("probe", std::string("?")) + "): whether any stayed is unknown");
+	}
+	return r;
+}
+
+} // namespace pinmatrix::backing_cases

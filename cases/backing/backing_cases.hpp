@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// Every backing of a registration (cases/backing/): ibv_reg_mr over memory
+// of one kind (backing_memory.hpp), found first in the boot's restricted
+// memory where the kind can live there. The contract is the pin suite's: a
+// registration that succeeds leaves no page in ZONE_MOVABLE or CMA. What
+// differs is whether the kernel registers at all, and that changed between
+// versions (a writable long-term pin of a file mapping is refused from 6.5;
+// ib_umem_get() forced a write before 6.2), so each row lists its outcome
+// by the upstream version it holds from. Table, body and judge, as the
+// other suites.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backing_memory.hpp"
+#include "case_record.hpp"
+#include "kernel_rules.hpp"
+#include "page_probe.hpp"
+#include "placement.hpp"
+
+namespace pinmatrix::backing_cases {
+
+// What a registration's pages must be once it succeeded.
+enum class pages_after {
+	out_of_restricted,	// none left in ZONE_MOVABLE or CMA
+	fresh_private,		// present, none the zero page, none in restricted memory
+};
+
+// From kernel `from` on (every kernel when it is 0.0.0) until the next
+// row's: ibv_reg_mr answers `err` (0: it registers).
+// A known bug of those kernels that breaks the outcome names itself in the
+// FAIL's reason; the expectation stays the contract.
+struct version_outcome {
+	kernel_version from;
+	int err;
+	const char *because;	// where the kernel decides it
+	const char *known_bug = nullptr;
+};
+
+struct backing_case {
+	const char *name;
+	const char *checks;		// for `pinmatrix cases`
+	backing kind;
+	bool writable_mr;		// IBV_ACCESS_LOCAL_WRITE | REMOTE_*; else a read-only MR
+	bool writable_mapping;		// the file backing: PROT_WRITE
+	bool starts_restricted;		// the memory is found in restricted memory first
+	size_t register_bytes;		// from the region's start (at most the region)
+	pages_after after;
+	std::vector<version_outcome> outcomes;	// ascending by from
+
+	std::string id() const { return std::string("backing/") + name; }
+};
+
+const std::vector<backing_case> &case_table();
+// Throws std::logic_error for an id not in the table.
+const backing_case &case_by_id(const std::string &id);
+
+// The outcome row for kernel v; nullptr when v is unknown and the rows
+// differ (the expectation cannot be known).
+const version_outcome *outcome_for(const backing_case &c, const std::optional<kernel_version> &v);
+
+struct body_options {
+	std::string device;		// RDMA device; empty: the first one
+	placement restricted = placement::movable;
+	bool restricted_present = true;	// false: rows that start restricted SKIP
+	std::filesystem::path disk_dir;	// the file backing's directory
+};
+
+// The body, in the case's process: {"observation": {...}}. Throws
+// unmet_need (a SKIP) when the backing or the RDMA device is not here.
+nlohmann::json run_case(const backing_case &c, const page_prober &probe, const body_options &opt);
+// The judge, in the runner; v is the kernel's upstream version.
+case_record judge_case(const backing_case &c, const nlohmann::json &observation,
+		       const std::optional<kernel_version> &v);
+case_record not_run_case(const backing_case &c, verdict v, const std::string &reason,
+			 const std::optional<kernel_version> &kv);
+
+} // namespace pinmatrix::backing_cases

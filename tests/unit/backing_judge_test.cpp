@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+// cases/backing: the table's outcomes by kernel version, and the judge on
+// hand-built observations: it passes what a correct kernel shows, fails a
+// registration that kept a page in restricted memory or answered other
+// than the version's row, names a known bug, and skips what checked nothing.
+
+#include <gtest/gtest.h>
+
+#include "backing_cases.hpp"
+
+using namespace pinmatrix;
+using namespace pinmatrix::backing_cases;
+using nlohmann::json;
+
+namespace {
+
+constexpr kernel_version v6_1{6, 1, 192}, v6_12{6, 12, 117}, v7_2{7, 2, 13};
+
+json counts(size_t restricted, size_t ordinary, size_t zero = 0, size_t absent = 0)
+{
+	return {{"restricted", restricted}, {"ordinary", ordinary}, {"zero_page", zero},
+		{"absent", absent},	    {"unknown", 0},	     {"first_pfn", 1}};
+}
+
+json observation(int err, size_t pages, const json &before, const json &after)
+{
+	return {{"errno", err}, {"pages", pages}, {"before", before}, {"after", after}, {"probe", "module"}};
+}
+
+// A correct kernel's registration of a row that starts in restricted memory.
+json moved(size_t pages = 1)
+{
+	return observation(0, pages, counts(pages, 0), counts(0, pages));
+}
+
+} // namespace
+
+TEST(BackingTable, EveryRowStartsAtEveryKernelAndAscends)
+{
+	for (const auto &c : case_table()) {
+		ASSERT_FALSE(c.outcomes.empty()) << c.id();
+		EXPECT_EQ(c.outcomes.front().from, (kernel_version{0, 0, 0})) << c.id();
+		for (size_t i = 1; i < c.outcomes.size(); i++)
+			EXPECT_LT(c.outcomes[i - 1].from, c.outcomes[i].from) << c.id();
+	}
+}
+
+TEST(BackingTable, TheWritableFileRuleAndTheReadOnlyMrChangedBetweenVersions)
+{
+	const auto &file = case_by_id("backing/file-shared-writable");
+	EXPECT_EQ(outcome_for(file, v6_1)->err, 0);
+	EXPECT_EQ(outcome_for(file, kernel_version{6, 4, 16})->err, 0);
+	EXPECT_EQ(outcome_for(file, kernel_version{6, 5, 0})->err, EFAULT);
+	EXPECT_EQ(outcome_for(file, v6_12)->err, EFAULT);
+	const auto &ro = case_by_id("backing/file-shared-read-only");
+	EXPECT_EQ(outcome_for(ro, v6_1)->err, EFAULT);
+	EXPECT_EQ(outcome_for(ro, v7_2)->err, 0);
+	// Unknown version: known only where every version agrees.
+	EXPECT_EQ(outcome_for(file, std::nullopt), nullptr);
+	EXPECT_EQ(outcome_for(case_by_id("backing/secretmem"), std::nullopt)->err, EFAULT);
+}
+
+TEST(BackingJudge, PassesWhatACorrectKernelShows)
+{
+	EXPECT_EQ(judge_case(case_by_id("backing/memfd"), moved(), v6_12).outcome, verdict::pass);
+	EXPECT_EQ(judge_case(case_by_id("backing/anon-thp"), moved(512), v6_1).outcome, verdict::pass);
+	const json refused = observation(EFAULT, 1, counts(1, 0), counts(1, 0));
+	EXPECT_EQ(judge_case(case_by_id("backing/file-shared-writable"), refused, v6_12).outcome, verdict::pass);
+	const json fresh = observation(0, 16, counts(0, 0, 16), counts(0, 16));
+	EXPECT_EQ(judge_case(case_by_id("backing/zero-page"), fresh, v6_1).outcome, verdict::pass);
+}
+
+TEST(BackingJudge, FailsASuccessInPlace)
+{
+	const json in_place = observation(0, 1, counts(1, 0), counts(1, 0));
+	const auto r = judge_case(case_by_id("backing/memfd"), in_place, v6_12);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("succeeded in place"), std::string::npos) << r.reason;
+}
+
+TEST(BackingJudge, FailsAnAnswerOtherThanTheVersionsRow)
+{
+	// 6.12 refuses a writable long-term pin of a file mapping; 6.1 registers it.
+	auto r = judge_case(case_by_id("backing/file-shared-writable"), moved(), v6_12);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("expected EFAULT on 6.12.117"), std::string::npos) << r.reason;
+	EXPECT_EQ(judge_case(case_by_id("backing/file-shared-writable"), moved(), v6_1).outcome, verdict::pass);
+}
+
+TEST(BackingJudge, AKnownBugNamesItselfInTheFail)
+{
+	const json refused = observation(ENOMEM, 512, counts(512, 0), counts(512, 0));
+	const auto r = judge_case(case_by_id("backing/hugetlb-2m"), refused, v6_1);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("known bug of this kernel: follow_hugetlb_page()"), std::string::npos) << r.reason;
+	EXPECT_EQ(judge_case(case_by_id("backing/hugetlb-2m"), refused, v6_12).reason.find("known bug"),
+		  std::string::npos);
+}
+
+TEST(BackingJudge, TheZeroPageLeftInTheRegistrationFails)
+{
+	const json kept = observation(0, 16, counts(0, 0, 16), counts(0, 0, 16));
+	EXPECT_EQ(judge_case(case_by_id("backing/zero-page"), kept, v6_12).outcome, verdict::fail);
+}
+
+TEST(BackingJudge, APageThatLeftBeforeTheRegistrationChecksNothing)
+{
+	const json reclaimed = observation(0, 1, counts(0, 0, 0, 1), counts(0, 1));
+	const auto r = judge_case(case_by_id("backing/file-shared-read-only"), reclaimed, v7_2);
+	EXPECT_EQ(r.outcome, verdict::skip);
+	EXPECT_NE(r.reason.find("0 of 1 pages were in restricted memory"), std::string::npos) << r.reason;
+}
+
+TEST(BackingJudge, AnUnknownVersionWhereTheRowsDifferIsASkip)
+{
+	const auto r = judge_case(case_by_id("backing/file-shared-writable"), moved(), std::nullopt);
+	EXPECT_EQ(r.outcome, verdict::skip);
+	EXPECT_EQ(r.expected["summary"], "unknown: the outcome depends on the kernel version, which cannot be read");
+}
