@@ -88,6 +88,13 @@ TEST_F(VmMatrix, EveryPlannedCasePassesOnce)
 	for (size_t i = 0; i < doc_["plan"].size(); i++) {
 		const auto &c = doc_["cases"][i];
 		EXPECT_EQ(c["id"], doc_["plan"][i]);
+		// Stock 6.1 has none of the other long-term pinners (no udmabuf, no
+		// ODP in rxe, ...): each SKIPs with its reason (tests/vm/vm_pinner_test.cpp).
+		if (c["suite"] == "pinner") {
+			EXPECT_EQ(c["verdict"], "skip") << c["id"];
+			EXPECT_FALSE(c.value("reason", "").empty()) << c["id"];
+			continue;
+		}
 		EXPECT_EQ(c["verdict"], "pass") << c["id"] << ": " << c.value("reason", "");
 		if (c["suite"] == "pin") {
 			EXPECT_GT(c["latency_ns"].get<int64_t>(), 0) << c["id"];
@@ -98,7 +105,7 @@ TEST_F(VmMatrix, EveryPlannedCasePassesOnce)
 	std::set<std::string> suites;
 	for (const auto &c : doc_["cases"])
 		suites.insert(c["suite"]);
-	EXPECT_EQ(suites, (std::set<std::string>{"pin", "ualink", "registration", "fork", "race"}));
+	EXPECT_EQ(suites, (std::set<std::string>{"pin", "ualink", "registration", "fork", "race", "pinner"}));
 }
 
 TEST_F(VmMatrix, RecordsKernelAndBootParameters)
