@@ -18,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <regex>
 #include <sstream>
 
@@ -568,6 +569,15 @@ void print_progress(size_t i, size_t n, const planned_case &c, const case_record
 		  << upper_name(r.outcome) << (r.reason.empty() ? "" : " - " + r.reason) << std::endl;
 }
 
+// A suite's after_last_case() as soon as its last case is done: what it
+// holds for its cases (the pin suite's placement pressure: hundreds of MiB
+// that fill ZONE_MOVABLE) must not be there for the next suite's cases.
+void after_suites_last_case(const std::vector<plan_entry> &plan, size_t i, json &doc)
+{
+	if (i + 1 == plan.size() || plan[i + 1].owner != plan[i].owner)
+		plan[i].owner->after_last_case(doc);
+}
+
 void finish_doc(json &doc, const std::vector<std::unique_ptr<suite>> &suites, const run_summary &summary)
 {
 	for (const auto &s : suites)
@@ -639,6 +649,7 @@ int run_matrix(const run_options &opt)
 		// Written as each case ends: a guest that dies keeps what finished.
 		results.keep(doc, "case " + c.id + " (" + std::to_string(i + 1) + "/" + std::to_string(plan.size()) +
 					  "): its record");
+		after_suites_last_case(plan, i, doc);
 	}
 	const run_summary summary = summarize_json(doc["cases"]);
 	finish_doc(doc, suites, summary);

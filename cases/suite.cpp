@@ -6,6 +6,7 @@
 #include "backing_suite.hpp"
 #include "fork_suite.hpp"
 #include "pin_suite.hpp"
+#include "pinner_suite.hpp"
 #include "race_suite.hpp"
 #include "registration_suite.hpp"
 #include "sys_error.hpp"
@@ -22,6 +23,7 @@ std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt)
 	all.push_back(make_fork_suite(opt));
 	all.push_back(make_race_suite(opt));
 	all.push_back(make_backing_suite(opt));
+	all.push_back(make_pinner_suite(opt));
 	return all;
 }
 

@@ -55,7 +55,10 @@ public:
 	virtual case_record judge(const planned_case &c, const nlohmann::json &observation) = 0;
 	// The record of a case that did not run to an observation.
 	virtual case_record not_run(const planned_case &c, verdict v, const std::string &reason) = 0;
-	// After the last case (release what before_case() held).
+	// After its last case, before the next suite's first: release what
+	// before_case() held (memory the next suite's cases must find free).
+	virtual void after_last_case(nlohmann::json &) {}
+	// At the end of the run (a trace session other suites' cases use).
 	virtual void finish(nlohmann::json &) {}
 };
 
@@ -77,6 +80,24 @@ template <typename Row> const Row &row_by_id(const std::vector<Row> &table, cons
 			return r;
 	throw std::logic_error(std::string("not a ") + suite + " case: " + id);
 }
+
+// The runner's interface over a table suite (registration, fork, race,
+// backing, pinner): its name, its rows as cases and a row's `checks` as its
+// description; row() is the row of a case for the rest.
+template <typename Row> class table_suite : public suite {
+public:
+	table_suite(const char *name, const std::vector<Row> &(*table)()) : name_(name), table_(table) {}
+	std::string name() const override { return name_; }
+	std::vector<planned_case> cases() const override { return planned_cases_of(table_()); }
+	std::string describe(const planned_case &c) const override { return row(c).checks; }
+
+protected:
+	const Row &row(const planned_case &c) const { return row_by_id(table_(), c.id, name_); }
+
+private:
+	const char *name_;
+	const std::vector<Row> &(*table_)();
+};
 
 // All suites, in plan order.
 std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt);

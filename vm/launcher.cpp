@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backing_suite.hpp"
 #include "boot.hpp"
 #include "kernel_info.hpp"
 #include "kernel_log.hpp"
@@ -379,6 +380,9 @@ std::string shell_array(const std::vector<std::string> &argv)
 	return out + ")";
 }
 
+std::vector<plan_entry> group_plan(const std::vector<std::unique_ptr<suite>> &suites, const group_spec &g);
+suite_options group_suite_options(const group_spec &g);
+
 // What vm/guest/job.sh runs, as the shell assignments it sources: the
 // matrix (`pinmatrix run`, then the benchmarks with --bench), a command
 // (--guest-cmd), or a managed node's sshd (--ssh-port).
@@ -393,6 +397,8 @@ std::string guest_job_env(const group_spec &g, const fs::path &modules)
 	    << "module_ko=" << shell_quote(ko.string()) << "\n"
 	    << "ualink_sim_ko=" << shell_quote((modules / "ualink_sim" / "ualink_sim.ko").string()) << "\n"
 	    << "load_test_modules=" << (g.pins.without_module() ? 0 : 1) << "\n"
+	    << "disk_dir=" << (plan_needs_disk_dir(group_plan(make_suites(group_suite_options(g)), g)) ? 1 : 0)
+	    << "\n"
 	    << "guest_cmd=" << shell_quote(g.guest_cmd) << "\n"
 	    << "ssh_key=" << shell_quote(g.ssh_key.string()) << "\n"
 	    << "ssh_port=" << g.ssh_port << "\n"

@@ -8,6 +8,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <vector>
@@ -155,8 +156,9 @@ candidate file_region(const fs::path &dir, size_t length, bool writable)
 }
 
 // A disk filesystem is one whose shared mappings need dirty tracking: not
-// tmpfs, ramfs or hugetlbfs.
-void require_disk_filesystem(const fs::path &dir)
+// tmpfs, ramfs or hugetlbfs. Returns the bytes a search may write there:
+// three quarters of what is free (the tries stay allocated until the end).
+size_t require_disk_filesystem(const fs::path &dir)
 {
 	struct statfs st {};
 	if (dir.empty() || statfs(dir.c_str(), &st))
@@ -166,6 +168,7 @@ void require_disk_filesystem(const fs::path &dir)
 	if (type == TMPFS_MAGIC || type == RAMFS_MAGIC || type == HUGETLBFS_MAGIC)
 		throw unmet_need(dir.string() + " is on tmpfs, ramfs or hugetlbfs, whose mappings need no dirty "
 			       "tracking: set PINMATRIX_DISK_DIR to a directory on a disk filesystem (ext4, xfs, ...)");
+	return size_t(st.f_bavail) * size_t(st.f_bsize) / 4 * 3;
 }
 
 candidate thp_region()
@@ -271,10 +274,13 @@ backed_region make_backing(backing b, const memory_options &opt)
 	case backing::memfd:
 		r = placed(memfd_region, opt);
 		break;
-	case backing::file:
-		require_disk_filesystem(opt.disk_dir);
-		r = placed([&](size_t n) { return file_region(opt.disk_dir, n, opt.writable_mapping); }, opt);
+	case backing::file: {
+		memory_options on_disk = opt;
+		on_disk.budget_bytes = std::min(opt.budget_bytes, require_disk_filesystem(opt.disk_dir));
+		r = placed([&](size_t n) { return file_region(opt.disk_dir, n, opt.writable_mapping); }, on_disk,
+			   size_t(4) << 20);
 		break;
+	}
 	case backing::secretmem:
 		r = secretmem_region();
 		break;

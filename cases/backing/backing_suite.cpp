@@ -6,7 +6,6 @@
 #include <cstdlib>
 
 #include "backing_cases.hpp"
-#include "kernel_info.hpp"
 #include "pin_module.hpp"
 
 namespace pinmatrix {
@@ -23,34 +22,16 @@ std::filesystem::path disk_dir()
 	return dir && *dir ? dir : "/var/tmp";
 }
 
-std::optional<kernel_version> running_version()
-{
-	static const kernel_info k = read_kernel_info();
-	return upstream_version(k.release, k.version);
-}
-
 // The runner's interface over the table, body and judge of backing_cases.hpp.
-class backing_suite final : public suite {
+class backing_suite final : public table_suite<backing_cases::backing_case> {
 public:
-	explicit backing_suite(const suite_options &opt) : opt_(opt) {}
-
-	std::string name() const override { return "backing"; }
-
-	std::vector<planned_case> cases() const override
-	{
-		return planned_cases_of(backing_cases::case_table());
-	}
-
-	std::string describe(const planned_case &c) const override
-	{
-		return backing_cases::case_by_id(c.id).checks;
-	}
+	explicit backing_suite(const suite_options &opt) : table_suite("backing", backing_cases::case_table), opt_(opt) {}
 
 	std::optional<std::string> preflight(json &doc) override
 	{
 		if (opt_.pins.without_module() && geteuid() != 0)
 			return "--no-module reads PFNs from /proc/self/pagemap: run as root";
-		const auto v = running_version();
+		const auto v = running_kernel_version();
 		doc["backing"] = {{"placement", pinmatrix::name(opt_.restricted)},
 				  {"kernel_version", v ? json(v->text()) : json(nullptr)},
 				  {"disk_dir", disk_dir().string()}};
@@ -72,21 +53,21 @@ public:
 	json run_in_child(const planned_case &c) override
 	{
 		const auto probe = open_page_probe(opt_.pins.without_module());
-		return backing_cases::run_case(backing_cases::case_by_id(c.id), probe.get(),
+		return backing_cases::run_case(row(c), probe.get(),
 					       {opt_.device, opt_.restricted, opt_.restricted_present, disk_dir()});
 	}
 
 	case_record judge(const planned_case &c, const json &observation) override
 	{
-		return backing_cases::judge_case(backing_cases::case_by_id(c.id), observation, running_version());
+		return backing_cases::judge_case(row(c), observation, running_kernel_version());
 	}
 
 	case_record not_run(const planned_case &c, verdict v, const std::string &reason) override
 	{
-		return backing_cases::not_run_case(backing_cases::case_by_id(c.id), v, reason, running_version());
+		return backing_cases::not_run_case(row(c), v, reason, running_kernel_version());
 	}
 
-	void finish(json &) override { pressure_ = {}; }
+	void after_last_case(json &) override { pressure_ = {}; }
 
 private:
 	suite_options opt_;
@@ -99,6 +80,15 @@ private:
 std::unique_ptr<suite> make_backing_suite(const suite_options &opt)
 {
 	return std::make_unique<backing_suite>(opt);
+}
+
+bool plan_needs_disk_dir(const std::vector<plan_entry> &plan)
+{
+	for (const auto &e : plan)
+		for (const auto &row : backing_cases::case_table())
+			if (row.kind == backing_cases::backing::file && row.id() == e.c.id)
+				return true;
+	return false;
 }
 
 } // namespace pinmatrix

@@ -12,21 +12,9 @@ using nlohmann::json;
 namespace {
 
 // The runner's interface over the table, body and judge of fork_cases.hpp.
-class fork_suite final : public suite {
+class fork_suite final : public table_suite<fork_cases::fork_case> {
 public:
-	explicit fork_suite(const suite_options &opt) : opt_(opt) {}
-
-	std::string name() const override { return "fork"; }
-
-	std::vector<planned_case> cases() const override
-	{
-		return planned_cases_of(fork_cases::case_table());
-	}
-
-	std::string describe(const planned_case &c) const override
-	{
-		return fork_cases::case_by_id(c.id).checks;
-	}
+	explicit fork_suite(const suite_options &opt) : table_suite("fork", fork_cases::case_table), opt_(opt) {}
 
 	std::optional<std::string> preflight(json &doc) override
 	{
@@ -41,17 +29,17 @@ public:
 
 	json run_in_child(const planned_case &c) override
 	{
-		return fork_cases::run_case(fork_cases::case_by_id(c.id), opt_.pins.second_pin, opt_.device);
+		return fork_cases::run_case(row(c), opt_.pins.second_pin, opt_.device);
 	}
 
 	case_record judge(const planned_case &c, const json &observation) override
 	{
-		return fork_cases::judge_case(fork_cases::case_by_id(c.id), observation);
+		return fork_cases::judge_case(row(c), observation);
 	}
 
 	case_record not_run(const planned_case &c, verdict v, const std::string &reason) override
 	{
-		return fork_cases::not_run_case(fork_cases::case_by_id(c.id), v, reason);
+		return fork_cases::not_run_case(row(c), v, reason);
 	}
 
 private:

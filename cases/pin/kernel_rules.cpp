@@ -3,6 +3,8 @@
 
 #include <regex>
 
+#include "kernel_info.hpp"
+
 namespace pinmatrix {
 
 namespace {
@@ -61,6 +63,13 @@ const std::vector<kernel_rule> &kernel_rules()
 		 restricted_mlocked_page},
 	};
 	return table;
+}
+
+std::optional<kernel_version> running_kernel_version()
+{
+	static const kernel_info k = read_kernel_info();
+	static const auto version = upstream_version(k.release, k.version);
+	return version;
 }
 
 std::optional<kernel_version> upstream_version(const std::string &release, const std::string &uname_v)

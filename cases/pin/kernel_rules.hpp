@@ -30,6 +30,8 @@ struct kernel_version {
 // otherwise the release's leading X.Y.Z (6.12.117+deb12-amd64,
 // 6.12.118-pinmatrix). nullopt when neither says.
 std::optional<kernel_version> upstream_version(const std::string &release, const std::string &uname_v);
+// upstream_version() of the kernel this runs on (read once).
+std::optional<kernel_version> running_kernel_version();
 
 struct version_range {
 	kernel_version first, last;	// inclusive

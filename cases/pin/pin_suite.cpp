@@ -26,8 +26,7 @@ namespace {
 // record; a FAIL on a kernel inside a known regression's range names it.
 void attach_kernel_rules(case_record &record, const case_def &c)
 {
-	static const kernel_info k = read_kernel_info();
-	static const auto version = upstream_version(k.release, k.version);
+	const auto version = running_kernel_version();
 	json rules = json::array();
 	for (const auto &a : rules_applied(c, version)) {
 		rules.push_back({{"rule", a.id}, {"says", a.says}, {"source", a.source},
@@ -156,6 +155,8 @@ public:
 	{
 		return record_of(pinmatrix::not_run(def(pc), v, reason));
 	}
+
+	void after_last_case(json &) override { pressure_ = {}; }
 
 	void finish(json &doc) override
 	{

@@ -16,21 +16,9 @@ using nlohmann::json;
 namespace {
 
 // The runner's interface over the table, body and judge of race_cases.hpp.
-class race_suite final : public suite {
+class race_suite final : public table_suite<race_cases::race_case> {
 public:
-	explicit race_suite(const suite_options &opt) : opt_(opt) {}
-
-	std::string name() const override { return "race"; }
-
-	std::vector<planned_case> cases() const override
-	{
-		return planned_cases_of(race_cases::case_table());
-	}
-
-	std::string describe(const planned_case &c) const override
-	{
-		return race_cases::case_by_id(c.id).checks;
-	}
+	explicit race_suite(const suite_options &opt) : table_suite("race", race_cases::case_table), opt_(opt) {}
 
 	std::optional<std::string> preflight(json &doc) override
 	{
@@ -57,21 +45,21 @@ public:
 	json run_in_child(const planned_case &c) override
 	{
 		const auto probe = open_probe();
-		return race_cases::run_case(race_cases::case_by_id(c.id), probe.get(),
+		return race_cases::run_case(row(c), probe.get(),
 					    {opt_.device, opt_.restricted, size_t(64) << 20});
 	}
 
 	case_record judge(const planned_case &c, const json &observation) override
 	{
-		return race_cases::judge_case(race_cases::case_by_id(c.id), observation);
+		return race_cases::judge_case(row(c), observation);
 	}
 
 	case_record not_run(const planned_case &c, verdict v, const std::string &reason) override
 	{
-		return race_cases::not_run_case(race_cases::case_by_id(c.id), v, reason);
+		return race_cases::not_run_case(row(c), v, reason);
 	}
 
-	void finish(json &) override { pressure_ = {}; }
+	void after_last_case(json &) override { pressure_ = {}; }
 
 private:
 	page_probe_in_use open_probe() const { return open_page_probe(opt_.pins.without_module()); }

@@ -14,21 +14,9 @@ namespace {
 
 // The runner's interface over the table, bodies and judge of
 // registration_cases.hpp.
-class registration_suite final : public suite {
+class registration_suite final : public table_suite<memlock::memlock_case> {
 public:
-	explicit registration_suite(const suite_options &opt) : opt_(opt) {}
-
-	std::string name() const override { return "registration"; }
-
-	std::vector<planned_case> cases() const override
-	{
-		return planned_cases_of(memlock::case_table());
-	}
-
-	std::string describe(const planned_case &c) const override
-	{
-		return memlock::case_by_id(c.id).checks;
-	}
+	explicit registration_suite(const suite_options &opt) : table_suite("registration", memlock::case_table), opt_(opt) {}
 
 	std::optional<std::string> preflight(json &doc) override
 	{
@@ -44,19 +32,19 @@ public:
 
 	json run_in_child(const planned_case &pc) override
 	{
-		return memlock::run_case(memlock::case_by_id(pc.id),
+		return memlock::run_case(row(pc),
 					      {opt_.device, opt_.restricted, opt_.restricted_present,
 					       opt_.pins.without_module()});
 	}
 
 	case_record judge(const planned_case &pc, const json &obs) override
 	{
-		return memlock::judge_case(memlock::case_by_id(pc.id), obs);
+		return memlock::judge_case(row(pc), obs);
 	}
 
 	case_record not_run(const planned_case &pc, verdict v, const std::string &reason) override
 	{
-		return memlock::not_run_record(memlock::case_by_id(pc.id), v, reason);
+		return memlock::not_run_record(row(pc), v, reason);
 	}
 
 	void finish(json &doc) override { end_run_trace_session(doc); }

@@ -107,6 +107,13 @@ TEST_F(VmMatrix, EveryPlannedCasePassesOnceButTheKnownBug)
 			EXPECT_EQ(c["verdict"], "skip") << c["id"];
 			continue;
 		}
+		// Stock 6.1 has none of the other long-term pinners (no udmabuf, no
+		// ODP in rxe, ...): each SKIPs with its reason (tests/vm/vm_pinner_test.cpp).
+		if (c["suite"] == "pinner") {
+			EXPECT_EQ(c["verdict"], "skip") << c["id"];
+			EXPECT_FALSE(c.value("reason", "").empty()) << c["id"];
+			continue;
+		}
 		EXPECT_EQ(c["verdict"], "pass") << c["id"] << ": " << c.value("reason", "");
 		if (c["suite"] == "pin") {
 			EXPECT_GT(c["latency_ns"].get<int64_t>(), 0) << c["id"];
@@ -117,7 +124,7 @@ TEST_F(VmMatrix, EveryPlannedCasePassesOnceButTheKnownBug)
 	std::set<std::string> suites;
 	for (const auto &c : doc_["cases"])
 		suites.insert(c["suite"]);
-	EXPECT_EQ(suites, (std::set<std::string>{"pin", "ualink", "registration", "fork", "race", "backing"}));
+	EXPECT_EQ(suites, (std::set<std::string>{"pin", "ualink", "registration", "fork", "race", "backing", "pinner"}));
 }
 
 TEST_F(VmMatrix, RecordsKernelAndBootParameters)

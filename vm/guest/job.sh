@@ -8,6 +8,7 @@
 #   module_ko       the test module (pinmatrix.ko) in it
 #   ualink_sim_ko   the UALink reference model (matrix mode)
 #   load_test_modules  0 under --no-module: no out-of-tree module is loaded
+#   disk_dir        1 when the plan has a case on a disk file (cases/backing/)
 #   run_argv=(...)  `pinmatrix run ...` (matrix mode)
 #   bench_argv=(...) pinmatrix_bench after the cases, or empty (matrix mode)
 #   guest_cmd       a shell command (command and ssh modes)
@@ -121,7 +122,9 @@ run_matrix() {
   else
     echo 'pinmatrix-job: --no-module: no out-of-tree module loaded'
   fi
-  prepare_disk_dir
+  if ((disk_dir)); then
+    prepare_disk_dir
+  fi
   mark runner-start
   "${run_argv[@]}"
   rc=$?

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "pinner_cases.hpp"
+
+#include <utility>
+
+#include "suite.hpp"
+
+namespace pinmatrix::pinner_cases {
+
+using nlohmann::json;
+
+// The table.
+
+namespace {
+
+constexpr kernel_version any_first{0, 0, 0};
+constexpr kernel_version any_last{999, 0, 0};
+
+const std::vector<pinner_case> table = {
+	{"udmabuf",
+	 "a memfd page in restricted memory made a udmabuf (UDMABUF_CREATE) and held: from 6.11 the page has "
+	 "left restricted memory (memfd_pin_folios()); before 6.11 it stays (a known gap)",
+	 "UDMABUF_CREATE",
+	 pinner_kind::udmabuf,
+	 {{{any_first, {6, 10, 999}}, page_fate::stays_gap,
+	   "drivers/dma-buf/udmabuf.c: udmabuf_create() takes shmem_read_mapping_page() references, no pin"},
+	  {{{6, 11, 0}, any_last}, page_fate::moved,
+	   "drivers/dma-buf/udmabuf.c: udmabuf_pin_folios() -> mm/gup.c: memfd_pin_folios() -> "
+	   "check_and_migrate_movable_folios()"}},
+	 ""},
+	{"rxe-odp",
+	 "ibv_reg_mr(IBV_ACCESS_ON_DEMAND) on a page in restricted memory, on a device with ODP: registered, no "
+	 "pin (the page stays), and its memory can be given back with the MR held",
+	 "ibv_reg_mr(IBV_ACCESS_ON_DEMAND)",
+	 pinner_kind::rxe_odp,
+	 {{{any_first, any_last}, page_fate::stays_no_pin,
+	   "drivers/infiniband/core/umem_odp.c: ib_umem_odp_get() (mmu interval notifier, hmm_range_fault(): no "
+	   "pin); rxe: drivers/infiniband/sw/rxe/rxe_odp.c (not in 6.12; in 7.2)"}},
+	 ""},
+	{"iommufd-mock",
+	 "SKIP only: iommufd's self-test mock domain (CONFIG_IOMMUFD_TEST) is in no kernel here",
+	 "IOMMU_IOAS_MAP (mock domain)",
+	 pinner_kind::iommufd_mock,
+	 {},
+	 "would map a restricted page into an IOAS attached to the mock domain: drivers/iommu/iommufd/pages.c: "
+	 "pfn_reader_user_pin() pins with FOLL_LONGTERM, so the page must leave restricted memory"},
+	{"vdpa-sim",
+	 "SKIP only: the vDPA simulator (CONFIG_VDPA_SIM) is in no kernel here",
+	 "VHOST_IOTLB_UPDATE on /dev/vhost-vdpa-N",
+	 pinner_kind::vdpa_sim,
+	 {},
+	 "would map a restricted page through vhost-vdpa on vdpa_sim: drivers/vhost/vdpa.c: vhost_vdpa_pa_map() pins "
+	 "with FOLL_LONGTERM, so the page must leave restricted memory"},
+	{"vfio-type1",
+	 "SKIP only: needs a device bound to vfio-pci in an IOMMU group (the guest has no IOMMU)",
+	 "VFIO_IOMMU_MAP_DMA (type1)",
+	 pinner_kind::vfio_type1,
+	 {},
+	 "would VFIO_IOMMU_MAP_DMA a restricted page: drivers/vfio/vfio_iommu_type1.c: vaddr_get_pfns() -> "
+	 "pin_user_pages_remote(FOLL_LONGTERM), so the page must leave restricted memory"},
+};
+
+std::string versions_text(const version_range &r)
+{
+	if (r.first == any_first && r.last == any_last)
+		return "every kernel";
+	if (r.last == any_last)
+		return r.first.text() + " and later";
+	if (r.first == any_first)
+		return "before " + std::to_string(r.last.major) + "." + std::to_string(r.last.minor + 1);
+	return r.first.text() + "-" + r.last.text();
+}
+
+std::string fate_summary(page_fate f, const std::string &versions)
+{
+	switch (f) {
+	case page_fate::moved:
+		return "the pin succeeds and the page has left restricted memory (a long-term pin migrates it first); "
+		       "its memory can be given back with the pin held";
+	case page_fate::stays_gap:
+		return "stays in place (known gap of kernels " + versions +
+		       ": plain page references, no long-term pin); its memory cannot be given back while held";
+	case page_fate::stays_no_pin:
+		return "registered with no pin: the page stays in restricted memory (no migration) and its memory "
+		       "can be given back with the registration held";
+	}
+	return "";
+}
+
+} // namespace
+
+const char *name(page_fate f)
+{
+	switch (f) {
+	case page_fate::moved:
+		return "moved";
+	case page_fate::stays_gap:
+		return "stays (known gap)";
+	case page_fate::stays_no_pin:
+		return "stays (no pin)";
+	}
+	return "?";
+}
+
+const std::vector<pinner_case> &case_table() { return table; }
+
+const pinner_case &case_by_id(const std::string &id)
+{
+	return row_by_id(table, id, "pinner");
+}
+
+expectation expectation_for(const pinner_case &c, const std::optional<kernel_version> &v)
+{
+	expectation e;
+	e.kernel = v ? v->text() : "unknown";
+	if (c.by_version.empty()) {
+		e.summary = std::string("SKIP only here (no body runs on any kernel available): ") + c.skip_only_note;
+		return e;
+	}
+	const version_expectation *row = &c.by_version.back();
+	for (const auto &r : c.by_version)
+		if (v && r.versions.first <= *v && *v <= r.versions.last)
+			row = &r;
+	e.fate = row->fate;
+	e.versions = versions_text(row->versions);
+	e.source = row->source;
+	e.summary = fate_summary(row->fate, e.versions);
+	e.given_back_while_held = row->fate != page_fate::stays_gap;
+	return e;
+}
+
+// The judge.
+
+case_record not_run_case(const pinner_case &c, const std::optional<kernel_version> &v, verdict outcome,
+			 const std::string &reason)
+{
+	const expectation e = expectation_for(c, v);
+	case_record r;
+	r.id = c.id();
+	r.name = c.name;
+	r.details = {{"source", c.checks}, {"pinner", c.pinner}};
+	r.expected = {{"summary", e.summary},
+		      {"kernel_version", v ? json(v->text()) : json(nullptr)},
+		      {"page", e.fate ? json(name(*e.fate)) : json(nullptr)},
+		      {"versions", e.versions},
+		      {"kernel_source", e.fate ? e.source : std::string(c.skip_only_note)},
+		      {"memory_given_back_while_held",
+		       e.given_back_while_held ? json(*e.given_back_while_held) : json(nullptr)}};
+	r.outcome = outcome;
+	r.reason = reason;
+	return r;
+}
+
+namespace {
+
+// The give-back oracle's answers: with the pin held, and (the control) with
+// it released. An unknown answer, or a control that could not give the
+// memory back either, decides nothing.
+void judge_give_back(const expectation &e, const json &o, case_record &r)
+{
+	if (!o.contains("give_back"))
+		return;
+	const auto &g = o["give_back"];
+	const json held = g.value("with_pin_held", json()).value("given_back", json());
+	const json control = g.value("released", json()).value("given_back", json());
+	if (held.is_null() || !e.given_back_while_held || held.get<bool>() == *e.given_back_while_held)
+		return;
+	if (control != json(true)) {
+		r.add_reason("the give-back answer decides nothing: even with the pin released the memory did not "
+			     "go back");
+		return;
+	}
+	r.outcome = verdict::fail;
+	r.add_reason(std::string("memory ") + (held.get<bool>() ? "given back" : "not given back") +
+		     " with the pin held (expected " + (*e.given_back_while_held ? "given back" : "refused") + ")");
+}
+
+// An on-demand MR must still name the page: a device write through it, in
+// place and after the memory went back (the page moved), is what the CPU
+// reads there. Decided only where the same write through an ordinary MR
+// (the control) is.
+void judge_device_writes(const json &o, case_record &r)
+{
+	if (!o.contains("device_write"))
+		return;
+	const auto &w = o["device_write"];
+	if (w.value("control", json()).value("same", false) != true) {
+		r.add_reason("the device writes decide nothing: the control through an ordinary MR failed (" +
+			     w.value("control", json()).value("detail", std::string("not run")) + ")");
+		return;
+	}
+	const std::pair<const char *, const char *> writes[] = {{"in_place", "in place"},
+								 {"after_give_back", "after the memory went back"}};
+	for (const auto &[key, when] : writes)
+		if (w.contains(key) && w[key].value("same", false) != true) {
+			r.outcome = verdict::fail;
+			r.add_reason(std::string("device write through the on-demand MR ") + when + ": " +
+				     w[key].value("detail", std::string("?")) + " (through an ordinary MR: " +
+				     w["control"].value("detail", std::string("?")) + ")");
+		}
+}
+
+void judge_page(const expectation &e, const json &o, case_record &r)
+{
+	const std::string restricted = o.value("placement", std::string("restricted"));
+	const std::string after = o.at("after").value("placement", std::string("unknown"));
+	const bool stayed = after == restricted;
+	const json pinned = o.at("after").value("maybe_dma_pinned", json());
+	switch (*e.fate) {
+	case page_fate::moved:
+		if (stayed) {
+			r.outcome = verdict::fail;
+			r.add_reason("the pin succeeded with the page still in " + restricted +
+				     " memory (a long-term pin succeeded in place)");
+		}
+		break;
+	case page_fate::stays_gap:
+		r.add_reason(stayed ? "stays in place (known gap of kernels " + e.versions + ")"
+				    : "the page moved to " + after + ": this kernel pins long-term (a backport)");
+		break;
+	case page_fate::stays_no_pin:
+		if (!stayed) {
+			r.outcome = verdict::fail;
+			r.add_reason("the page moved to " + after + ": an on-demand registration migrated it");
+		}
+		if (pinned == json(true)) {
+			r.outcome = verdict::fail;
+			r.add_reason("the page is DMA-pinned (folio_maybe_dma_pinned()) after an on-demand "
+				     "registration");
+		}
+		judge_device_writes(o, r);
+		break;
+	}
+}
+
+} // namespace
+
+case_record judge_case(const pinner_case &c, const std::optional<kernel_version> &v, const json &observation)
+{
+	case_record r = not_run_case(c, v, verdict::pass, "");
+	const expectation e = expectation_for(c, v);
+	r.observed = observation;
+	if (!e.fate) {
+		r.outcome = verdict::error;
+		r.add_reason("a case without a body returned an observation");
+		return r;
+	}
+	if (const int err = observation.at("errno"); err) {
+		r.outcome = verdict::fail;
+		r.add_reason(std::string(c.pinner) + " failed with errno " + std::to_string(err) + " (expected it to " +
+			     "succeed)");
+		return r;
+	}
+	judge_page(e, observation, r);
+	judge_give_back(e, observation, r);
+	const std::string before = observation.at("before").value("placement", std::string("?"));
+	const std::string after = observation.at("after").value("placement", std::string("?"));
+	(*r.observed)["summary"] = std::string(c.pinner) + " ok; page " + before + " -> " + after;
+	return r;
+}
+
+} // namespace pinmatrix::pinner_cases

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// Every long-term pinner that runs here (cases/pinner/): a page of the
+// boot's restricted memory (ZONE_MOVABLE or CMA) handed to a kernel
+// subsystem that holds it for as long as user space says, and where the
+// page is afterwards. What each pinner does differs by kernel version, so
+// the table says it by version: udmabuf pins through memfd_pin_folios()
+// (FOLL_LONGTERM-like: the page leaves restricted memory first) from 6.11
+// and took plain page references (shmem_read_mapping_page(): the page
+// stays) before; an on-demand-paging MR pins nothing (the page stays and
+// can be given back). iommufd's mock domain, the vDPA simulator and VFIO
+// type1 run on no kernel here: documented SKIPs with their reasons.
+// Table, body and judge, as the other suites.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "case_record.hpp"
+#include "kernel_rules.hpp"
+#include "page_probe.hpp"
+#include "placement.hpp"
+
+namespace pinmatrix::pinner_cases {
+
+// What a pinner does to a page of restricted memory it is handed.
+enum class page_fate {
+	moved,		// a long-term pin: the page leaves restricted memory before it is held
+	stays_gap,	// plain page references: the page stays (a known gap of those kernels)
+	stays_no_pin,	// no pin at all (on-demand paging): the page stays and can be given back
+};
+const char *name(page_fate f);
+
+// One row of a pinner's expectation: the kernels it holds on, and why.
+struct version_expectation {
+	version_range versions;
+	page_fate fate;
+	const char *source;	// where the kernel does it (file: function)
+};
+
+enum class pinner_kind { udmabuf, rxe_odp, iommufd_mock, vdpa_sim, vfio_type1 };
+
+struct pinner_case {
+	const char *name;
+	const char *checks;		// for `pinmatrix cases`
+	const char *pinner;		// the call that pins ("UDMABUF_CREATE", "ibv_reg_mr(IBV_ACCESS_ON_DEMAND)")
+	pinner_kind kind;
+	// Empty: no body runs anywhere here; the case is a documented SKIP.
+	std::vector<version_expectation> by_version;
+	const char *skip_only_note;	// for a case without a body: what a body would check
+
+	std::string id() const { return std::string("pinner/") + name; }
+};
+
+const std::vector<pinner_case> &case_table();
+// Throws std::logic_error for an id not in the table.
+const pinner_case &case_by_id(const std::string &id);
+
+// The row a kernel is judged under. An unknown version (nullopt) gets the
+// newest row: the contract as it stands.
+struct expectation {
+	std::optional<page_fate> fate;	// nullopt: a case without a body
+	std::string summary;
+	std::string versions;		// the row's kernels, "6.11.0 and later"
+	std::string source;
+	std::string kernel;		// the version judged under, or "unknown"
+	// The give-back oracle's answer with the pin held (lib/give_back.hpp).
+	std::optional<bool> given_back_while_held;
+};
+expectation expectation_for(const pinner_case &c, const std::optional<kernel_version> &v);
+
+struct body_options {
+	std::string device;		// RDMA device; empty: the first one
+	placement restricted = placement::movable;
+	size_t find_budget_bytes = 256 << 20;
+	// The kernel the body runs on: how patiently it asks for memory back.
+	std::optional<kernel_version> kernel;
+};
+
+// The body, in the case's process: {"observation": {...}}. Throws
+// unmet_need (a SKIP, with its reason) where the pinner or the page is
+// missing, and for every case without a body.
+nlohmann::json run_case(const pinner_case &c, const page_prober &probe, const body_options &opt);
+// The judge, in the runner, under the row of kernel v.
+case_record judge_case(const pinner_case &c, const std::optional<kernel_version> &v,
+		       const nlohmann::json &observation);
+case_record not_run_case(const pinner_case &c, const std::optional<kernel_version> &v, verdict outcome,
+			 const std::string &reason);
+
+} // namespace pinmatrix::pinner_cases

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+// cases/pinner: the judge on hand-built observations, and the version rule:
+// udmabuf pins long-term (memfd_pin_folios()) from 6.11, so a 6.12 kernel
+// must move the page out of restricted memory while a 6.1 kernel is
+// expected to leave it in place (a known gap); an on-demand-paging MR must
+// pin nothing; a case without a body only SKIPs.
+
+#include <gtest/gtest.h>
+
+#include "pinner_cases.hpp"
+
+using namespace pinmatrix;
+using namespace pinmatrix::pinner_cases;
+using nlohmann::json;
+
+namespace {
+
+const kernel_version k6_1{6, 1, 158};
+const kernel_version k6_12{6, 12, 117};
+
+json give_back(std::optional<bool> held, std::optional<bool> released)
+{
+	auto one = [](std::optional<bool> b) {
+		return json{{"method", "offline memory block 9"}, {"given_back", b ? json(*b) : json(nullptr)},
+			    {"detail", ""}, {"latency_ns", 1}};
+	};
+	return {{"with_pin_held", one(held)}, {"released", one(released)}};
+}
+
+json observed(const std::string &after, std::optional<bool> held, int err = 0,
+	      std::optional<bool> pinned = std::nullopt)
+{
+	return {{"errno", err},
+		{"placement", "movable"},
+		{"probe", "module"},
+		{"before", {{"pfn", 300000}, {"placement", "movable"}, {"maybe_dma_pinned", false}}},
+		{"after",
+		 {{"pfn", after == "movable" ? 300000 : 4000},
+		  {"placement", after},
+		  {"maybe_dma_pinned", pinned ? json(*pinned) : json(nullptr)}}},
+		{"give_back", give_back(held, true)}};
+}
+
+} // namespace
+
+TEST(PinnerJudge, UdmabufExpectationFollowsTheKernelVersion)
+{
+	const auto &c = case_by_id("pinner/udmabuf");
+	const auto old = expectation_for(c, k6_1);
+	const auto now = expectation_for(c, k6_12);
+	EXPECT_EQ(old.fate, page_fate::stays_gap);
+	EXPECT_EQ(now.fate, page_fate::moved);
+	EXPECT_EQ(old.versions, "before 6.11");
+	EXPECT_EQ(now.versions, "6.11.0 and later");
+	EXPECT_NE(old.summary.find("stays in place (known gap of kernels before 6.11"), std::string::npos)
+		<< old.summary;
+	EXPECT_NE(now.source.find("memfd_pin_folios()"), std::string::npos);
+	EXPECT_EQ(old.given_back_while_held, false);
+	EXPECT_EQ(now.given_back_while_held, true);
+	// The first release of the new rule, and the last of the old one.
+	EXPECT_EQ(expectation_for(c, kernel_version{6, 11, 0}).fate, page_fate::moved);
+	EXPECT_EQ(expectation_for(c, kernel_version{6, 10, 14}).fate, page_fate::stays_gap);
+	// An unknown version is judged under the newest row: the contract.
+	EXPECT_EQ(expectation_for(c, std::nullopt).fate, page_fate::moved);
+}
+
+TEST(PinnerJudge, UdmabufOnOneObservationPerVersion)
+{
+	const auto &c = case_by_id("pinner/udmabuf");
+	// The page stayed in ZONE_MOVABLE and its block could not go offline.
+	const json stayed = observed("movable", false, 0, true);
+	const auto on_6_1 = judge_case(c, k6_1, stayed);
+	EXPECT_EQ(on_6_1.outcome, verdict::pass) << on_6_1.reason;
+	EXPECT_NE(on_6_1.reason.find("stays in place (known gap of kernels before 6.11)"), std::string::npos);
+	EXPECT_EQ(on_6_1.expected.at("kernel_version"), "6.1.158");
+	const auto on_6_12 = judge_case(c, k6_12, stayed);
+	EXPECT_EQ(on_6_12.outcome, verdict::fail);
+	EXPECT_NE(on_6_12.reason.find("succeeded in place"), std::string::npos) << on_6_12.reason;
+	EXPECT_NE(on_6_12.reason.find("not given back with the pin held"), std::string::npos) << on_6_12.reason;
+	// Moved out, and its block went offline with the udmabuf held.
+	const auto moved = judge_case(c, k6_12, observed("ordinary", true, 0, true));
+	EXPECT_EQ(moved.outcome, verdict::pass) << moved.reason;
+	EXPECT_EQ(moved.observed->at("summary"), "UDMABUF_CREATE ok; page movable -> ordinary");
+	EXPECT_EQ(moved.expected.at("memory_given_back_while_held"), true);
+}
+
+TEST(PinnerJudge, FailsARefusedPinAndARefusalTheControlExplains)
+{
+	const auto &c = case_by_id("pinner/udmabuf");
+	const auto refused = judge_case(c, k6_12, observed("movable", std::nullopt, 12));
+	EXPECT_EQ(refused.outcome, verdict::fail);
+	EXPECT_NE(refused.reason.find("errno 12"), std::string::npos) << refused.reason;
+	// Moved, but the block stayed busy even once released: decides nothing.
+	json o = observed("ordinary", false);
+	o["give_back"] = give_back(false, false);
+	const auto busy = judge_case(c, k6_12, o);
+	EXPECT_EQ(busy.outcome, verdict::pass) << busy.reason;
+	EXPECT_NE(busy.reason.find("decides nothing"), std::string::npos) << busy.reason;
+}
+
+TEST(PinnerJudge, OnDemandRegistrationPinsNothing)
+{
+	const auto &c = case_by_id("pinner/rxe-odp");
+	const auto ok = judge_case(c, k6_12, observed("movable", true, 0, false));
+	EXPECT_EQ(ok.outcome, verdict::pass) << ok.reason;
+	EXPECT_EQ(ok.expected.at("page"), "stays (no pin)");
+	const auto pinned = judge_case(c, k6_12, observed("movable", false, 0, true));
+	EXPECT_EQ(pinned.outcome, verdict::fail);
+	EXPECT_NE(pinned.reason.find("DMA-pinned"), std::string::npos) << pinned.reason;
+	EXPECT_NE(pinned.reason.find("not given back"), std::string::npos) << pinned.reason;
+	const auto moved = judge_case(c, k6_12, observed("ordinary", true));
+	EXPECT_EQ(moved.outcome, verdict::fail);
+	EXPECT_NE(moved.reason.find("migrated it"), std::string::npos) << moved.reason;
+	// The device's writes through the MR, in place and once the memory
+	// went back, judged where the control through an ordinary MR holds.
+	const json good = {{"same", true}, {"detail", "1024 bytes written by the device at offset 2048, read there"}};
+	const json lost = {{"same", false}, {"detail", "1024 bytes written by the device at offset 2048 landed at "
+							"offset 0 (as the CPU reads the page)"}};
+	json o = observed("movable", true, 0, false);
+	o["device_write"] = {{"in_place", good}, {"after_give_back", good}, {"control", good}};
+	EXPECT_EQ(judge_case(c, k6_12, o).outcome, verdict::pass);
+	o["device_write"]["in_place"] = lost;
+	const auto misplaced = judge_case(c, k6_12, o);
+	EXPECT_EQ(misplaced.outcome, verdict::fail);
+	EXPECT_NE(misplaced.reason.find("in place: 1024 bytes written by the device at offset 2048 landed at offset 0"),
+		  std::string::npos) << misplaced.reason;
+	o["device_write"]["control"] = lost;
+	const auto undecided = judge_case(c, k6_12, o);
+	EXPECT_EQ(undecided.outcome, verdict::pass) << undecided.reason;
+	EXPECT_NE(undecided.reason.find("decide nothing"), std::string::npos) << undecided.reason;
+}
+
+TEST(PinnerJudge, CasesWithoutABodySkipWithTheirReason)
+{
+	for (const char *id : {"pinner/iommufd-mock", "pinner/vdpa-sim", "pinner/vfio-type1"}) {
+		const auto &c = case_by_id(id);
+		EXPECT_TRUE(c.by_version.empty()) << id;
+		const auto r = not_run_case(c, k6_12, verdict::skip, "no vDPA simulator (CONFIG_VDPA_SIM not set)");
+		EXPECT_EQ(r.outcome, verdict::skip);
+		EXPECT_FALSE(r.observed.has_value());
+		EXPECT_TRUE(r.expected.at("page").is_null()) << id;
+		EXPECT_NE(r.expected.at("summary").get<std::string>().find("SKIP only"), std::string::npos) << id;
+		EXPECT_NE(r.expected.at("kernel_source").get<std::string>().find("FOLL_LONGTERM"), std::string::npos);
+		// An observation from one is the runner's error, never a PASS.
+		EXPECT_EQ(judge_case(c, k6_12, observed("ordinary", true)).outcome, verdict::error);
+	}
+	EXPECT_EQ(case_table().size(), 5u);
+	EXPECT_EQ(case_table().front().id(), "pinner/udmabuf");
+}
