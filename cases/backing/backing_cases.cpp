@@ -173,11 +173,11 @@ json run_case(const backing_case &c, const page_prober &probe, const body_option
 	mo.disk_dir = opt.disk_dir;
 	const backed_region region = make_backing(c.kind, mo);
 
-	const size_t length = std::min(c.register_bytes, region.map.size()), n = length / page_size();
-	const auto before = probe.probe_pages(region.map.addr(), n);
+	const size_t length = std::min(c.register_bytes, region.size()), n = length / page_size();
+	const auto before = probe.probe_pages(region.start_addr(), n);
 	const registration reg =
-		register_memory(dev, region.map.data(), length, c.writable_mr ? registration_access : 0);
-	const auto after = probe.probe_pages(region.map.addr(), n);
+		register_memory(dev, region.start(), length, c.writable_mr ? registration_access : 0);
+	const auto after = probe.probe_pages(region.start_addr(), n);
 	json o = {{"backing", name(c.kind)},
 		  {"pages", n},
 		  {"errno", reg.err},
@@ -190,7 +190,7 @@ json run_case(const backing_case &c, const page_prober &probe, const body_option
 		  {"placement", name(opt.restricted)},
 		  {"device", dev.name()}};
 	if (c.kind == backing::anon_thp && !reg.err)
-		o["thp_after"] = thp_fate(region.map.addr(), after);
+		o["thp_after"] = thp_fate(region.start_addr(), after);
 	if (c.after == pages_after::fresh_private)
 		o["control_fresh_pages"] = fresh_pages_control(probe);
 	return {{"observation", o}};

@@ -112,8 +112,10 @@ backed_region find_in_regions(const maker &make, size_t chunk, size_t unit, plac
 			const auto head = unit == 1 ? heads[i] : opt.probe->probe_page(at);
 			if (classify(head) != want || (accept && !accept(at)))
 				continue;
-			c.map.trim_to(i * unit * ps, unit * ps);
+			// Not trimmed to the unit: unmapping the rest of a shared
+			// file mapping lost the found page's mapping on 7.2.
 			r.map = std::move(c.map);
+			r.offset = i * unit * ps;
 			r.fd = std::move(c.fd);
 			return r;
 		}
@@ -214,7 +216,10 @@ backed_region placed(const maker &make, const memory_options &opt, size_t chunk 
 {
 	if (!opt.restricted) {
 		candidate c = make(page_size());
-		return {std::move(c.map), {}, std::move(c.fd)};
+		backed_region r;
+		r.map = std::move(c.map);
+		r.fd = std::move(c.fd);
+		return r;
 	}
 	return find_in_regions(make, chunk, 1, *opt.restricted, opt);
 }

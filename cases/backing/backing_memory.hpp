@@ -51,10 +51,15 @@ private:
 };
 
 struct backed_region {
-	mapping map;			// what the registration covers: [map.addr(), + map.size())
+	mapping map;			// the region found
+	size_t offset = 0;		// where in it the registration starts (the unit found)
 	std::vector<mapping> others;	// the rest of the region it was found in, held to the end
 	unique_fd fd;			// memfd, file or secretmem
 	std::shared_ptr<hugetlb_pool_grant> pool;
+
+	std::byte *start() const { return map.data() + offset; }
+	uintptr_t start_addr() const { return map.addr() + offset; }
+	size_t size() const { return map.size() - offset; }
 };
 
 struct memory_options {
