@@ -29,27 +29,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A shared mapping of a memfd, unmapped when it goes.
-class shared_map {
-public:
-	shared_map(int fd, size_t length) : length_(length)
-	{
-		void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (p == MAP_FAILED)
-			throw last_sys_error("mmap(MAP_SHARED) of the memfd");
-		base_ = static_cast<std::byte *>(p);
-	}
-	shared_map(const shared_map &) = delete;
-	shared_map &operator=(const shared_map &) = delete;
-	~shared_map() { munmap(base_, length_); }
-	std::byte *data() const { return base_; }
-	uintptr_t addr() const { return reinterpret_cast<uintptr_t>(base_); }
-
-private:
-	std::byte *base_ = nullptr;
-	size_t length_ = 0;
-};
-
 json page_json(const page_prober &probe, const pinmatrix_page &p)
 {
 	const bool module = std::string(probe.probe_name()) == "module";
@@ -78,7 +57,7 @@ std::chrono::milliseconds held_bound(const pinner_case &c, const body_options &o
 // go back: chunk by chunk faulted in through the shared mapping and probed;
 // every other page of the memfd is punched out again. The offset, or
 // nullopt when the budget ran out.
-std::optional<size_t> find_memfd_page(int fd, const shared_map &map, const page_prober &probe,
+std::optional<size_t> find_memfd_page(int fd, const mapping &map, const page_prober &probe,
 				      const body_options &opt, size_t &scanned)
 {
 	const size_t ps = page_size(), chunk = size_t(16) << 20;
@@ -107,15 +86,28 @@ std::optional<size_t> find_memfd_page(int fd, const shared_map &map, const page_
 	return at;
 }
 
-std::string udmabuf_missing()
+// What a kernel module is here: loaded (or built in: /sys/module/NAME),
+// a module file not loaded, or not built for this kernel at all.
+std::string module_state(const std::string &name, const std::string &dir)
 {
+	std::string sysfs_name = name;
+	std::replace(sysfs_name.begin(), sysfs_name.end(), '-', '_');
+	if (fs::exists("/sys/module/" + sysfs_name))
+		return "loaded";
 	utsname u{};
 	uname(&u);
-	const fs::path dir = fs::path("/lib/modules") / u.release / "kernel/drivers/dma-buf";
-	for (const char *ko : {"udmabuf.ko", "udmabuf.ko.xz", "udmabuf.ko.zst", "udmabuf.ko.gz"})
-		if (fs::exists(dir / ko))
-			return "no /dev/udmabuf (udmabuf is a module of this kernel that is not loaded)";
-	return "no /dev/udmabuf (CONFIG_UDMABUF not set)";
+	const fs::path base = fs::path("/lib/modules") / u.release / "kernel" / dir;
+	for (const char *ext : {".ko", ".ko.xz", ".ko.zst", ".ko.gz"})
+		if (fs::exists(base / (name + ext)))
+			return "not loaded";
+	return "not built";
+}
+
+std::string udmabuf_missing()
+{
+	const std::string state = module_state("udmabuf", "drivers/dma-buf");
+	return state == "not built" ? "no /dev/udmabuf (CONFIG_UDMABUF not set)"
+				    : "no /dev/udmabuf (udmabuf " + state + ")";
 }
 
 json run_udmabuf(const pinner_case &c, const page_prober &probe, const body_options &opt)
@@ -126,7 +118,7 @@ json run_udmabuf(const pinner_case &c, const page_prober &probe, const body_opti
 	unique_fd memfd(memfd_create("pinmatrix-udmabuf", MFD_ALLOW_SEALING | MFD_CLOEXEC));
 	if (!memfd || ftruncate(memfd.get(), off_t(opt.find_budget_bytes)))
 		throw last_sys_error("memfd_create/ftruncate");
-	shared_map map(memfd.get(), opt.find_budget_bytes);
+	const mapping map = mapping::map(opt.find_budget_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get());
 	size_t scanned = 0;
 	const auto offset = find_memfd_page(memfd.get(), map, probe, opt, scanned);
 	if (!offset)
@@ -250,23 +242,6 @@ json run_rxe_odp(const pinner_case &c, const page_prober &probe, const body_opti
 	o["device_write"]["control"] = device_write_control(dev);
 	o["give_back"]["released"] = give_back_json(give_back_memory(before.pfn, where, give_back_patient_bound));
 	return o;
-}
-
-// What a kernel module is here: loaded (or built in: /sys/module/NAME),
-// a module file not loaded, or not built for this kernel at all.
-std::string module_state(const std::string &name, const std::string &dir)
-{
-	std::string sysfs_name = name;
-	std::replace(sysfs_name.begin(), sysfs_name.end(), '-', '_');
-	if (fs::exists("/sys/module/" + sysfs_name))
-		return "loaded";
-	utsname u{};
-	uname(&u);
-	const fs::path base = fs::path("/lib/modules") / u.release / "kernel" / dir;
-	for (const char *ext : {".ko", ".ko.xz", ".ko.zst", ".ko.gz"})
-		if (fs::exists(base / (name + ext)))
-			return "not loaded";
-	return "not built";
 }
 
 [[noreturn]] void no_body(const pinner_case &c, const std::string &what)

@@ -24,7 +24,9 @@ namespace pinmatrix::race_cases {
 struct race_case {
 	const char *name;
 	const char *checks;		// for `pinmatrix cases`
-	const char *pinners;		// "ibv_reg_mr", "io_uring", or "mixed" (threads alternate)
+	// "ibv_reg_mr", "io_uring", "mixed" (threads alternate), or
+	// "mlock+ibv_reg_mr" (thread 0 mlock()s, the others register)
+	const char *pinners;
 	unsigned threads;
 	unsigned pages;			// the buffer, all of it in restricted memory
 	unsigned rounds;		// each on a fresh buffer

@@ -8,48 +8,16 @@
 // MR of a read-only file mapping, refused before 6.2), and 6.1's hugetlb
 // bug (a WARNING and ENOMEM instead of a migration) is caught.
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "../command.hpp"
 #include "vm_records.hpp"
 
 using nlohmann::json;
 using pinmatrix::test::case_by_id;
-using pinmatrix::test::run_pinmatrix;
-namespace fs = std::filesystem;
+using pinmatrix::test::run_guest;
 
 namespace {
-
-struct guest_run {
-	pinmatrix::test::command_result run;
-	json doc;
-};
-
-guest_run run_backing(const std::string &name, const std::string &args)
-{
-	const fs::path dir = fs::path(PINMATRIX_TEST_OUT) / ("backing-" + name);
-	fs::remove_all(dir);
-	guest_run g{run_pinmatrix("vm " + args + " --out " + dir.string()), {}};
-	std::ifstream in(dir / "results.json");
-	EXPECT_TRUE(in) << g.run.output;
-	if (in)
-		g.doc = json::parse(in);
-	return g;
-}
-
-void require_vm()
-{
-	if (geteuid() != 0)
-		GTEST_SKIP() << "needs root";
-	if (system("command -v qemu-system-x86_64 >/dev/null"))
-		GTEST_SKIP() << "needs qemu-system-x86_64";
-}
 
 // The record answered what its row expects for this kernel.
 void expect_row_held(const json &c)
@@ -68,8 +36,8 @@ const json &observed(const json &doc, const std::string &id)
 
 TEST(VmBacking, Debian61)
 {
-	require_vm();
-	const auto g = run_backing("6.1", "--kernel debian:6.1 --boot movable --cases backing");
+	PINMATRIX_REQUIRE_GUEST();
+	const auto g = run_guest("backing-6.1", "--kernel debian:6.1 --boot movable --cases backing");
 	ASSERT_TRUE(g.doc.is_object());
 	EXPECT_EQ(g.run.exit_code, 1) << g.run.output;	// hugetlb-2m, below
 	for (const char *id : {"anon-thp", "memfd", "file-shared-writable", "file-shared-read-only", "anon-read-only",
@@ -93,8 +61,8 @@ TEST(VmBacking, Debian61)
 
 TEST(VmBacking, Debian612)
 {
-	require_vm();
-	const auto g = run_backing("6.12", "--kernel debian:6.12+deb12 --boot movable --cases backing");
+	PINMATRIX_REQUIRE_GUEST();
+	const auto g = run_guest("backing-6.12", "--kernel debian:6.12+deb12 --boot movable --cases backing");
 	ASSERT_TRUE(g.doc.is_object());
 	EXPECT_EQ(g.run.exit_code, 0) << g.run.output;
 	for (const auto &c : g.doc["cases"])
@@ -112,8 +80,8 @@ TEST(VmBacking, Debian612)
 // The 1 GiB page of hugetlb_cma is refused, never registered in place.
 TEST(VmBacking, Debian72GiganticPageFromHugetlbCma)
 {
-	require_vm();
-	const auto g = run_backing("7.2-hugetlb_cma",
+	PINMATRIX_REQUIRE_GUEST();
+	const auto g = run_guest("backing-7.2-hugetlb_cma",
 				   "--kernel debian:7.2 --boot hugetlb_cma --cases backing/hugetlb-1g-cma,backing/anon-thp");
 	ASSERT_TRUE(g.doc.is_object());
 	EXPECT_EQ(g.run.exit_code, 0) << g.run.output;

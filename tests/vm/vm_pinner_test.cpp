@@ -12,21 +12,15 @@
 // domain, the vDPA simulator and VFIO type1 SKIP on all three (not in
 // Debian's kernels, no IOMMU in the guest).
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "../command.hpp"
+#include "vm_records.hpp"
 
 using nlohmann::json;
-using pinmatrix::test::run_pinmatrix;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -54,28 +48,15 @@ void expect_skip(const json &c, const std::string &because)
 
 class VmPinner : public ::testing::TestWithParam<kernel_case> {
 protected:
-	static json run_on(const std::string &kernel)
-	{
-		const fs::path dir = fs::path(PINMATRIX_TEST_OUT) / ("pinner-" + kernel);
-		fs::remove_all(dir);
-		const auto run = run_pinmatrix("vm --kernel debian:" + kernel +
-					       " --boot movable --cases pinner --out " + dir.string());
-		std::ifstream in(dir / "results.json");
-		EXPECT_TRUE(in) << run.output;
-		return in ? json::parse(in) : json();
-	}
-	void SetUp() override
-	{
-		if (geteuid() != 0)
-			GTEST_SKIP() << "needs root";
-		if (system("command -v qemu-system-x86_64 >/dev/null"))
-			GTEST_SKIP() << "needs qemu-system-x86_64";
-	}
+	void SetUp() override { PINMATRIX_REQUIRE_GUEST(); }
 };
 
 TEST_P(VmPinner, OutcomeByKernelVersion)
 {
-	const json doc = run_on(GetParam().kernel);
+	const std::string kernel = GetParam().kernel;
+	const json doc =
+		pinmatrix::test::run_guest("pinner-" + kernel, "--kernel debian:" + kernel + " --boot movable --cases pinner")
+			.doc;
 	ASSERT_TRUE(doc.is_object());
 	ASSERT_EQ(doc["cases"].size(), 5u);
 	auto cases = by_id(doc);
