@@ -205,7 +205,7 @@ backed_region hugetlb_region(size_t page_kib, size_t pages, int size_flag, const
 	memory_options one = opt;
 	one.budget_bytes = pages * page_kib * 1024;	// the pool holds no more
 	backed_region r = opt.restricted ? find_in_regions(make, one.budget_bytes, unit, *opt.restricted, one)
-					 : backed_region{make(page_kib * 1024).map};
+					 : backed_region::of(make(page_kib * 1024).map);
 	r.pool = std::move(pool);
 	return r;
 }
@@ -243,7 +243,7 @@ backed_region secretmem_region()
 // 16 anonymous 4 KiB pages never written; read once each when `read` is set.
 backed_region untouched_region(bool read)
 {
-	backed_region r{mapping::anonymous(16 * page_size(), false)};
+	backed_region r = backed_region::of(mapping::anonymous(16 * page_size(), false));
 	if (madvise(r.map.data(), r.map.size(), MADV_NOHUGEPAGE))
 		throw last_sys_error("madvise(MADV_NOHUGEPAGE)");
 	for (size_t off = 0; read && off < r.map.size(); off += page_size())
@@ -264,7 +264,7 @@ backed_region make_backing(backing b, const memory_options &opt)
 		require_thp();
 		r = opt.restricted ? find_in_regions([](size_t) { return thp_region(); }, size_t(2) << 20, 512,
 						     *opt.restricted, opt, is_thp)
-				   : backed_region{thp_region().map};
+				   : backed_region::of(thp_region().map);
 		break;
 	case backing::unpopulated:
 	case backing::zero_page:

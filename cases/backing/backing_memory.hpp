@@ -51,11 +51,19 @@ private:
 };
 
 struct backed_region {
+	// First, so that it goes last: the pool shrinks once its pages are unmapped.
+	std::shared_ptr<hugetlb_pool_grant> pool;
 	mapping map;			// the region found
 	size_t offset = 0;		// where in it the registration starts (the unit found)
-	std::vector<mapping> others;	// the rest of the region it was found in, held to the end
+	std::vector<mapping> others;	// the regions tried before it, held to the end
 	unique_fd fd;			// memfd, file or secretmem
-	std::shared_ptr<hugetlb_pool_grant> pool;
+
+	static backed_region of(mapping m)
+	{
+		backed_region r;
+		r.map = std::move(m);
+		return r;
+	}
 
 	std::byte *start() const { return map.data() + offset; }
 	uintptr_t start_addr() const { return map.addr() + offset; }
