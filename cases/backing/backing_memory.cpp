@@ -5,10 +5,12 @@
 #include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <vector>
@@ -166,6 +168,9 @@ size_t require_disk_filesystem(const fs::path &dir)
 	if (dir.empty() || statfs(dir.c_str(), &st))
 		throw unmet_need("no directory for the file backing (" + (dir.empty() ? "none given" : dir.string()) +
 				 "): set PINMATRIX_DISK_DIR to a directory on a disk filesystem");
+	if (st.f_flags & ST_RDONLY)
+		throw unmet_need(dir.string() + " is on a read-only filesystem (a guest without ext4 or loop has "
+			       "no scratch disk): set PINMATRIX_DISK_DIR to a writable directory on a disk filesystem");
 	const auto type = static_cast<unsigned long>(st.f_type);
 	if (type == TMPFS_MAGIC || type == RAMFS_MAGIC || type == HUGETLBFS_MAGIC)
 		throw unmet_need(dir.string() + " is on tmpfs, ramfs or hugetlbfs, whose mappings need no dirty "
@@ -228,7 +233,8 @@ backed_region secretmem_region()
 {
 	const long fd = syscall(SYS_memfd_secret, 0);
 	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
-		throw unmet_need("memfd_secret is off on this kernel (ENOSYS: 6.1 to 6.4 need secretmem.enable=1)");
+		throw unmet_need("memfd_secret: " + std::string(strerrorname_np(errno)) +
+				 " (no CONFIG_SECRETMEM, or 6.1 to 6.4 booted without secretmem.enable=1)");
 	if (fd < 0)
 		throw last_sys_error("memfd_secret");
 	backed_region r;
