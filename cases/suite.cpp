@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "suite.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "backing_suite.hpp"
 #include "fork_suite.hpp"
+#include "pin_module.hpp"
 #include "pin_suite.hpp"
 #include "pinner_suite.hpp"
 #include "race_suite.hpp"
@@ -13,6 +16,23 @@
 #include "ualink/ualink_suite.hpp"
 
 namespace pinmatrix {
+
+std::optional<std::string> page_probe_unavailable(const suite_options &opt)
+{
+	if (opt.pins.without_module() && geteuid() != 0)
+		return "--no-module reads PFNs from /proc/self/pagemap: run as root";
+	return std::nullopt;
+}
+
+void cma_fill_once::before_case(const suite_options &opt, nlohmann::json &facts)
+{
+	if (filled_ || opt.restricted != placement::cma || !opt.restricted_present)
+		return;
+	const auto probe = open_page_probe(opt.pins.without_module());
+	pressure_ = press_towards(probe.get(), opt.restricted, opt.find_budget_mib << 20);
+	filled_ = true;
+	facts["pressure_bytes"] = pressure_.bytes;
+}
 
 std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt)
 {

@@ -99,6 +99,24 @@ private:
 	const std::vector<Row> &(*table_)();
 };
 
+// --no-module reads PFNs through /proc/self/pagemap, which shows them to
+// root only: why a suite that places pages cannot run, or nullopt.
+std::optional<std::string> page_probe_unavailable(const suite_options &opt);
+
+// CMA takes movable allocations only once it holds more than half the free
+// pages (lib/placement.hpp): a suite whose cases need CMA pages fills memory
+// once, before its first case, and lets go after its last.
+class cma_fill_once {
+public:
+	// Fills on the first call of a CMA boot; records the bytes in facts.
+	void before_case(const suite_options &opt, nlohmann::json &facts);
+	void release() { pressure_ = {}; }
+
+private:
+	placement_pressure pressure_;
+	bool filled_ = false;
+};
+
 // All suites, in plan order.
 std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt);
 

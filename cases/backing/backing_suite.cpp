@@ -29,8 +29,8 @@ public:
 
 	std::optional<std::string> preflight(json &doc) override
 	{
-		if (opt_.pins.without_module() && geteuid() != 0)
-			return "--no-module reads PFNs from /proc/self/pagemap: run as root";
+		if (auto why = page_probe_unavailable(opt_))
+			return why;
 		const auto v = running_kernel_version();
 		doc["backing"] = {{"placement", pinmatrix::name(opt_.restricted)},
 				  {"kernel_version", v ? json(v->text()) : json(nullptr)},
@@ -38,17 +38,7 @@ public:
 		return std::nullopt;
 	}
 
-	// CMA takes movable allocations only once it holds more than half the
-	// free pages: fill first, once for the suite (lib/placement.hpp).
-	void before_case(const planned_case &, json &doc) override
-	{
-		if (pressed_ || opt_.restricted != placement::cma || !opt_.restricted_present)
-			return;
-		const auto probe = open_page_probe(opt_.pins.without_module());
-		pressure_ = press_towards(probe.get(), opt_.restricted, opt_.find_budget_mib << 20);
-		pressed_ = true;
-		doc["backing"]["pressure_bytes"] = pressure_.bytes;
-	}
+	void before_case(const planned_case &, json &doc) override { fill_.before_case(opt_, doc["backing"]); }
 
 	json run_in_child(const planned_case &c) override
 	{
@@ -67,12 +57,11 @@ public:
 		return backing_cases::not_run_case(row(c), v, reason, running_kernel_version());
 	}
 
-	void after_last_case(json &) override { pressure_ = {}; }
+	void after_last_case(json &) override { fill_.release(); }
 
 private:
 	suite_options opt_;
-	placement_pressure pressure_;
-	bool pressed_ = false;
+	cma_fill_once fill_;
 };
 
 } // namespace

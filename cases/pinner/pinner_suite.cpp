@@ -24,8 +24,8 @@ public:
 	{
 		if (opt_.restricted == placement::ordinary || !opt_.restricted_present)
 			return "this boot has no restricted memory to hand a pinner (boot movable or cma)";
-		if (opt_.pins.without_module() && geteuid() != 0)
-			return "--no-module reads PFNs from /proc/self/pagemap: run as root";
+		if (auto why = page_probe_unavailable(opt_))
+			return why;
 		const auto v = running_kernel_version();
 		doc["pinner"] = {{"placement", pinmatrix::name(opt_.restricted)},
 				 {"kernel_version", v ? json(v->text()) : json(nullptr)}};

@@ -24,23 +24,13 @@ public:
 	{
 		if (opt_.restricted == placement::ordinary || !opt_.restricted_present)
 			return "this boot has no restricted memory to race on (boot movable, cma or hugetlb_cma)";
-		if (opt_.pins.without_module() && geteuid() != 0)
-			return "--no-module reads PFNs from /proc/self/pagemap: run as root";
+		if (auto why = page_probe_unavailable(opt_))
+			return why;
 		doc["race"] = {{"placement", pinmatrix::name(opt_.restricted)}, {"cpus", sysconf(_SC_NPROCESSORS_ONLN)}};
 		return std::nullopt;
 	}
 
-	// CMA takes movable allocations only once it holds more than half the
-	// free pages: fill first, once for the suite (lib/placement.hpp).
-	void before_case(const planned_case &, json &doc) override
-	{
-		if (pressed_ || opt_.restricted != placement::cma)
-			return;
-		const auto probe = open_probe();
-		pressure_ = press_towards(probe.get(), opt_.restricted, opt_.find_budget_mib << 20);
-		pressed_ = true;
-		doc["race"]["pressure_bytes"] = pressure_.bytes;
-	}
+	void before_case(const planned_case &, json &doc) override { fill_.before_case(opt_, doc["race"]); }
 
 	json run_in_child(const planned_case &c) override
 	{
@@ -59,14 +49,13 @@ public:
 		return race_cases::not_run_case(row(c), v, reason);
 	}
 
-	void after_last_case(json &) override { pressure_ = {}; }
+	void after_last_case(json &) override { fill_.release(); }
 
 private:
 	page_probe_in_use open_probe() const { return open_page_probe(opt_.pins.without_module()); }
 
 	suite_options opt_;
-	placement_pressure pressure_;
-	bool pressed_ = false;
+	cma_fill_once fill_;
 };
 
 } // namespace
