@@ -23,6 +23,7 @@
 
 #include "backing_suite.hpp"
 #include "boot.hpp"
+#include "data_dir.hpp"
 #include "kernel_info.hpp"
 #include "kernel_log.hpp"
 #include "kernels.hpp"
@@ -45,7 +46,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path source_dir = PINMATRIX_SOURCE_DIR;
 const char *const qboot = "/usr/share/qemu/qboot.rom";
 
 std::string shell_quote(const std::string &s)
@@ -499,7 +499,7 @@ std::string guest_cmdline(const fs::path &kernel_dir, const group_spec &g)
 {
 	return "console=ttyS0 panic=-1 quiet cryptomgr.notests sysrq_always_enabled secretmem.enable=1 pinmatrix.kdir=" +
 	       kernel_dir.string() +
-	       " pinmatrix.stage2=" + (source_dir / "vm/guest/stage2").string() + " " + boot_append(g);
+	       " pinmatrix.stage2=" + (data_dir() / "vm/guest/stage2").string() + " " + boot_append(g);
 }
 
 // The kernel's dir before it is prepared: an image's own, else a cache dir
