@@ -31,6 +31,7 @@
 #include "plan.hpp"
 #include "reports.hpp"
 #include "results.hpp"
+#include "terminal_table.hpp"
 #include "suite.hpp"
 #include "user_input.hpp"
 #include "sys_error.hpp"
@@ -593,7 +594,7 @@ void finish_doc(json &doc, const std::vector<std::unique_ptr<suite>> &suites, co
 // The table and the summary line; 1 when results were not all written.
 int print_end(const json &doc, const run_summary &summary, const results_keeper &results, size_t planned)
 {
-	std::cout << '\n' << format_table(doc["cases"]);
+	std::cout << '\n' << format_table_for_stdout(doc["cases"]);
 	std::cout << "summary: pass " << summary.pass << ", fail " << summary.fail << ", skip " << summary.skip
 		  << ", error " << summary.error << " -> " << doc["verdict"].get<std::string>() << '\n';
 	if (!results.all_written()) {

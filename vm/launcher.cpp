@@ -32,6 +32,7 @@
 #include "plan.hpp"
 #include "reports.hpp"
 #include "results.hpp"
+#include "terminal_table.hpp"
 #include "runner.hpp"
 #include "suite.hpp"
 #include "sys_error.hpp"
@@ -894,7 +895,7 @@ int run_single(const vm_options &opt)
 	} catch (const std::exception &e) {
 		not_written = e.what();
 	}
-	std::cout << '\n' << format_table(doc["cases"]);
+	std::cout << '\n' << format_table_for_stdout(doc["cases"]);
 	// No "vm" when the guest never booted (the kernel cannot run the boot).
 	const json vm = doc.value("vm", json::object());
 	if (doc.contains("cannot_run"))
@@ -984,7 +985,7 @@ void print_matrix(const json &merged, double wall_s, const fs::path &results)
 			if (c["kernel"]["name"] == group["kernel"]["name"] &&
 			    c["boot"]["placement"] == group["boot"]["placement"])
 				cases.push_back(c);
-		std::cout << format_table(cases);
+		std::cout << format_table_for_stdout(cases);
 	}
 	std::printf("pinmatrix vm: matrix %s in %.1f s; results in %s\n", merged["verdict"].get<std::string>().c_str(),
 		    wall_s, results.c_str());
