@@ -68,9 +68,9 @@ const column columns[] = {
 	{"verdict", 0, 0, verdict_cell},
 	{"case", 0, 0, [](const json &c) { return c.value("id", std::string("?")); }},
 	{"placement", 0, SCOLS_FL_TRUNC, [](const json &c) { return member_text(c, "placement"); }},
-	{"pins", 0.15, SCOLS_FL_TRUNC, pins_cell},
-	{"expected", 0.15, SCOLS_FL_TRUNC, [](const json &c) { return summary_of(c, "expected"); }},
-	{"observed", 0.2, SCOLS_FL_TRUNC, [](const json &c) { return summary_of(c, "observed"); }},
+	{"pins", 0.18, SCOLS_FL_TRUNC, pins_cell},
+	{"expected", 0.2, SCOLS_FL_TRUNC, [](const json &c) { return summary_of(c, "expected"); }},
+	{"observed", 0.3, SCOLS_FL_TRUNC, [](const json &c) { return summary_of(c, "observed"); }},
 };
 
 table_ptr new_table(size_t width)
