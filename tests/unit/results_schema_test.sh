@@ -32,6 +32,7 @@ mutations=(
   "latency-negative|d['cases'][0].update(latency_ns=-5)"
   "unknown-suite|d['cases'][0].update(suite='banana')"
   "ualink-without-observed|d['cases'][0].update(suite='ualink', source='x') or d['cases'][0].pop('observed')"
+  "timeout-not-seconds|d['cases'][1].update(verdict='error', reason='x', stuck_task={'timeout_s': '60 s'})"
 )
 for m in "${mutations[@]}"; do
   name=${m%%|*} expr=${m#*|}
