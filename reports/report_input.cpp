@@ -251,6 +251,8 @@ const field_rule field_rules[] = {
 	{"kernel", [](const json &j) { return j.is_object() || j.is_string(); }, "an object or a string"},
 	{"boot", [](const json &j) { return j.is_object(); }, "an object"},
 	{"vm", [](const json &j) { return j.is_object(); }, "an object"},
+	{"started_at", [](const json &j) { return j.is_string(); }, "a string"},
+	{"not_reached", [](const json &j) { return j.is_boolean(); }, "true or false"},
 };
 
 // Why a record is not a case the reports can count; empty when it is one.

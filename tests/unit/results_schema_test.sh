@@ -3,7 +3,8 @@
 # through a real validator (python3-jsonschema, tests/unit/validate_results.py):
 # the fixtures are valid, and each way a results file can lie to a QA gate
 # (an unknown verdict, a case that is not an object, a FAIL with no reason,
-# no verdict at all, another schema) is refused. A run that ended early
+# no verdict at all, another schema, a passing case marked not reached) is
+# refused. A run that ended early
 # (complete: false) may lack its summary.
 # Usage: results_schema_test.sh SCHEMA VALIDATE_PY DATA_DIR
 set -euo pipefail
@@ -32,6 +33,9 @@ mutations=(
   "latency-negative|d['cases'][0].update(latency_ns=-5)"
   "unknown-suite|d['cases'][0].update(suite='banana')"
   "ualink-without-observed|d['cases'][0].update(suite='ualink', source='x') or d['cases'][0].pop('observed')"
+  "not-reached-pass|d['cases'][0].update(not_reached=True)"
+  "not-reached-false|d['cases'][0].update(verdict='error', reason='x', not_reached=False)"
+  "started-at-not-a-time|d['cases'][0].update(started_at='yesterday')"
 )
 for m in "${mutations[@]}"; do
   name=${m%%|*} expr=${m#*|}
