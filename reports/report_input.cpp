@@ -629,6 +629,7 @@ std::vector<fact> evidence_facts(const case_view &c)
 		add(std::move(f.label), std::move(f.value));
 	if (auto s = stats_of(c.latency_ns))
 		add("registration latency", s->n == 1 ? format_ns(s->median) : describe(*s));
+	add("started at", text_at(*c.record, "started_at"));
 	if (c.duration_ns)
 		add("case duration", format_ns(*c.duration_ns));
 	return out;
@@ -639,7 +640,8 @@ std::vector<extra_field> extra_fields(const case_view &c)
 	static const std::set<std::string> known_record = {
 		"id", "name", "suite", "verdict", "reason", "expected", "observed", "latency_ns",
 		"latency_samples_ns", "duration_ns", "placement", "first_pin", "first_pin_label",
-		"second_pin", "kernel", "boot", "append", "vm", "serial_excerpt"};
+		"second_pin", "kernel", "boot", "append", "vm", "serial_excerpt", "started_at",
+		"not_reached"};	// its reason says so
 	static const std::set<std::string> known_observed = {
 		"errno", "errno_name", "migrated", "migrated_by_first_pin", "migrated_by_registration",
 		"pfn_before", "pfn_after", "first_pin_errno", "first_pin_pfns", "latency_ns",
