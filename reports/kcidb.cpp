@@ -60,14 +60,16 @@ constexpr const char *kernel_fact_keys[] = {"release", "version", "machine", "so
 					    "describe", "patches", "fragments"};
 
 // Each fact the first of these kernel records that has it: the groups'
-// (a merged run) and the run's own, where their name and release match.
-json kernel_facts(const json &doc, const std::string &name, const std::string &release)
+// (a merged run), the run's own and the case record's, where their name and
+// release match.
+json kernel_facts(const json &doc, const json *record, const std::string &name, const std::string &release)
 {
 	std::vector<const json *> sources;
 	if (const json *groups = member(doc, "groups"); groups && groups->is_array())
 		for (const auto &g : *groups)
 			sources.push_back(member(g, "kernel"));
 	sources.push_back(member(doc, "kernel"));
+	sources.push_back(record ? member(*record, "kernel") : nullptr);
 	json facts = json::object();
 	for (const json *k : sources) {
 		if (!k || !k->is_object() || text_at(*k, "release") != release || text_at(*k, "name") != name)
@@ -81,15 +83,16 @@ json kernel_facts(const json &doc, const std::string &name, const std::string &r
 	return facts;
 }
 
-// The build of kernel (name, release), added on first sight. A kernel
-// without a recorded release is this run's alone (run_id in its key).
-size_t build_index(std::vector<kernel_build> &builds, const json &doc, const std::string &name,
+// The build of kernel (name, release), added on first sight (record: the
+// first case that ran on it, or null). A kernel without a recorded release
+// is this run's alone (run_id in its key).
+size_t build_index(std::vector<kernel_build> &builds, const json &doc, const json *record, const std::string &name,
 		   const std::string &release, const std::string &origin, const std::string &run_id)
 {
 	for (size_t i = 0; i < builds.size(); i++)
 		if (builds[i].name == name && builds[i].release == release)
 			return i;
-	kernel_build b{name, release, kernel_facts(doc, name, release), "", ""};
+	kernel_build b{name, release, kernel_facts(doc, record, name, release), "", ""};
 	json key = b.facts;
 	key.erase("name");	// the matrix file's label for it, not the kernel
 	if (!b.facts.contains("release"))
@@ -347,7 +350,8 @@ void add_bench_tests(json &out, const json &doc, const json &bench, std::vector<
 {
 	const json *kernel = member(doc, "kernel");
 	const std::string release = kernel ? text_at(*kernel, "release", "unknown kernel") : "unknown kernel";
-	const size_t b = build_index(builds, doc, kernel ? text_at(*kernel, "name") : "", release, origin, run_id);
+	const size_t b =
+		build_index(builds, doc, nullptr, kernel ? text_at(*kernel, "name") : "", release, origin, run_id);
 	const json *boot = member(doc, "boot");
 	const json *vm = member(doc, "vm");
 	const kernel_config k{"", release, boot ? text_at(*boot, "placement") : "", vm ? text_at(*vm, "append") : ""};
@@ -379,7 +383,7 @@ json format_kcidb(const json &doc, const std::string &origin, const json *bench)
 	json out = {{"version", {{"major", kcidb_major}, {"minor", kcidb_minor}}}, {"tests", json::array()}};
 	for (size_t i = 0; i < run.cases.size(); i++) {
 		const case_view &c = run.cases[i];
-		const size_t b = build_index(builds, doc, c.kernel.name, c.kernel.release, origin, run_id);
+		const size_t b = build_index(builds, doc, c.record, c.kernel.name, c.kernel.release, origin, run_id);
 		out["tests"].push_back(test_of(run, c, run_id + "-" + std::to_string(i + 1), builds[b], origin));
 	}
 	if (bench)
