@@ -368,8 +368,8 @@ void check_origin(const std::string &origin)
 		throw usage_error("report --kcidb needs --origin NAME: the CI system's name in KCIDB "
 				  "(lowercase letters, digits and '_', e.g. my_lab)");
 	if (!is_kcidb_origin(origin))
-		throw usage_error("report --kcidb --origin '" + one_line(origin) +
-				  "': KCIDB's origin is lowercase letters, digits and '_' (^[a-z0-9_]+$), e.g. my_lab");
+		throw usage_error("report --kcidb --origin " + dumped(json(origin)) +
+				  ": KCIDB's origin is lowercase letters, digits and '_' (^[a-z0-9_]+$), e.g. my_lab");
 }
 
 } // namespace
