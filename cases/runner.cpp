@@ -26,11 +26,13 @@
 
 #include "kernel_info.hpp"
 #include "kernel_log.hpp"
+#include "ktap.hpp"
 #include "pin_module.hpp"
 #include "placement.hpp"
 #include "plan.hpp"
 #include "reports.hpp"
 #include "results.hpp"
+#include "terminal_table.hpp"
 #include "suite.hpp"
 #include "user_input.hpp"
 #include "sys_error.hpp"
@@ -364,6 +366,8 @@ case_record run_in_child(suite &s, const planned_case &c, int timeout_s, bool ha
 		return judge_message(s, c, *msg, status);
 	}
 	json stuck = stuck_task_evidence(pid);
+	// The reports say it the way kselftest's runner does ("# TIMEOUT 60 seconds").
+	stuck["timeout_s"] = timeout_s;
 	kill(pid, SIGKILL);
 	reap(pid, status);
 	// Its pins went with it, also those of a pin stuck in the kernel.
@@ -592,10 +596,49 @@ void finish_doc(json &doc, const std::vector<std::unique_ptr<suite>> &suites, co
 	doc["verdict"] = name(summary.overall);
 }
 
+// What a run's cases go through besides their suite: the SKIPs of the
+// preflight, fault injection, and where each record goes as it ends.
+struct case_context {
+	const std::map<const suite *, std::optional<std::string>> &cannot_run;
+	const fault_plan &fault;
+	const run_options &opt;
+	results_keeper &results;
+	ktap_stream *ktap;	// --format ktap, else null
+};
+
+// Each case in plan order; its record kept in results.json and streamed
+// as KTAP as soon as it ends.
+void run_cases(const std::vector<plan_entry> &plan, const case_context &run, json &doc)
+{
+	if (run.ktap)
+		run.ktap->header(doc);
+	// From here on: what boot and module loading logged is no case's.
+	std::optional<kernel_log_cursor> klog;
+	try {
+		klog.emplace();
+	} catch (const std::system_error &e) {
+		doc["kernel_log_per_case"] = {{"checked", false}, {"why", e.what()}};
+	}
+	for (size_t i = 0; i < plan.size(); i++) {
+		const auto &c = plan[i].c;
+		if (c.id == run.fault.panic_at)
+			panic_now(c.id);
+		const case_record r = run_one(plan[i], run.cannot_run.at(plan[i].owner), run.fault, run.opt, klog, doc);
+		print_progress(i, plan.size(), c, r);
+		doc["cases"].push_back(to_json(r));
+		// Written as each case ends: a guest that dies keeps what finished.
+		run.results.keep(doc, "case " + c.id + " (" + std::to_string(i + 1) + "/" +
+					      std::to_string(plan.size()) + "): its record");
+		if (run.ktap)
+			run.ktap->records(doc, i);
+		after_suites_last_case(plan, i, doc);
+	}
+}
+
 // The table and the summary line; 1 when results were not all written.
 int print_end(const json &doc, const run_summary &summary, const results_keeper &results, size_t planned)
 {
-	std::cout << '\n' << format_table(doc["cases"]);
+	std::cout << '\n' << format_table_for_stdout(doc["cases"]);
 	std::cout << "summary: pass " << summary.pass << ", fail " << summary.fail << ", skip " << summary.skip
 		  << ", error " << summary.error << " -> " << doc["verdict"].get<std::string>() << '\n';
 	if (!results.all_written()) {
@@ -610,6 +653,7 @@ int print_end(const json &doc, const run_summary &summary, const results_keeper 
 
 int run_matrix(const run_options &opt)
 {
+	const bool ktap_format = streams_ktap(opt.format);
 	auto suites = make_suites(suites_for(opt));
 	const auto plan = select_plan(suites, opt.cases);
 	const auto fault = parse_fault(opt.fault);
@@ -630,31 +674,19 @@ int run_matrix(const run_options &opt)
 					 param + " (give --module)");
 	const auto cannot_run = preflight_suites(suites, plan, doc);
 
+	// --format ktap: stdout is the KTAP document alone from here on.
+	std::optional<ktap_console> ktap;
+	if (ktap_format)
+		ktap.emplace(ktap_plan{false, {suite_sizes(plan)}});
 	std::cout << "pinmatrix: " << plan.size() << " cases on " << kernel.release << " (" << kernel.cmdline << ")\n";
 	results_keeper results(opt.out.empty() ? fs::path() : opt.out / "results.json");
 	// Written before the first case: a run that dies in it shows it started.
 	results.keep(doc, "at the start of the run");
-	// From here on: what boot and module loading logged is no case's.
-	std::optional<kernel_log_cursor> klog;
-	try {
-		klog.emplace();
-	} catch (const std::system_error &e) {
-		doc["kernel_log_per_case"] = {{"checked", false}, {"why", e.what()}};
-	}
-	for (size_t i = 0; i < plan.size(); i++) {
-		const auto &c = plan[i].c;
-		if (c.id == fault.panic_at)
-			panic_now(c.id);
-		const case_record r = run_one(plan[i], cannot_run.at(plan[i].owner), fault, opt, klog, doc);
-		print_progress(i, plan.size(), c, r);
-		doc["cases"].push_back(to_json(r));
-		// Written as each case ends: a guest that dies keeps what finished.
-		results.keep(doc, "case " + c.id + " (" + std::to_string(i + 1) + "/" + std::to_string(plan.size()) +
-					  "): its record");
-		after_suites_last_case(plan, i, doc);
-	}
+	run_cases(plan, {cannot_run, fault, opt, results, ktap ? &ktap->stream() : nullptr}, doc);
 	const run_summary summary = summarize_json(doc["cases"]);
 	finish_doc(doc, suites, summary);
+	if (ktap)
+		ktap->stream().end(doc);
 	results.keep(doc, "the end of the run");
 	if (!results.file().empty() && results.all_written()) {
 		try {

@@ -37,6 +37,9 @@ struct run_options {
 	// stall_pin_until_killed, set for that case only), "kernel-spin-at=ID"
 	// makes it spin there, runnable (spin_pin_until_killed).
 	std::string fault;
+	// --format: "text" (people's lines on stdout) or "ktap" (the KTAP
+	// document on stdout as cases end, people's lines on stderr).
+	std::string format = "text";
 };
 
 struct fault_plan {

@@ -106,4 +106,15 @@ std::vector<plan_entry> select_plan(const std::vector<std::unique_ptr<suite>> &s
 	return out;
 }
 
+std::vector<size_t> suite_sizes(const std::vector<plan_entry> &plan)
+{
+	std::vector<size_t> sizes;
+	for (size_t i = 0; i < plan.size(); i++) {
+		if (i == 0 || plan[i].owner != plan[i - 1].owner)
+			sizes.push_back(0);
+		sizes.back()++;
+	}
+	return sizes;
+}
+
 } // namespace pinmatrix

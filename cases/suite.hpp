@@ -131,5 +131,8 @@ struct plan_entry {
 // name, listing what is known, or for a list that leaves nothing.
 std::vector<plan_entry> select_plan(const std::vector<std::unique_ptr<suite>> &suites,
 				    const std::vector<std::string> &wanted);
+// The number of cases of each suite in the plan, in its order (the plan of
+// each suite's subtest in KTAP, reports/ktap.hpp).
+std::vector<size_t> suite_sizes(const std::vector<plan_entry> &plan);
 
 } // namespace pinmatrix

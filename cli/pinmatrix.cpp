@@ -70,6 +70,16 @@ const CLI::Validator regular_file(
 	},
 	"FILE");
 
+// --format of run and vm: what a kselftest runner or LAVA reads on stdout
+// (checked by streams_ktap(), reports/ktap.hpp, before anything is done).
+void add_format_option(CLI::App *cmd, std::string &format)
+{
+	cmd->add_option("--format", format,
+			"text (people's lines and the table), or ktap: KTAP version 1 on stdout as cases end, "
+			"one subtest per suite (per kernel and boot with --matrix), people's lines on stderr")
+		->capture_default_str();
+}
+
 const CLI::Validator patch_file(
 	[](std::string &p) {
 		try {
@@ -218,6 +228,7 @@ subcommand add_run(CLI::App &app)
 	cmd->add_option("--fault", run->fault,
 			"Fault injection: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | kernel-spin-at=CASE");
 	add_pin_options(cmd, run->pins)->excludes(module);
+	add_format_option(cmd, run->format);
 	return {cmd, [run, cases] {
 			run->cases = case_list(*cases);
 			return run_matrix(*run);
@@ -279,6 +290,7 @@ subcommand add_vm(CLI::App &app)
 		->excludes(patch)
 		->excludes(boot);
 	add_vm_guest_options(cmd, *vm, *cases);
+	add_format_option(cmd, vm->format);
 	return {cmd, [vm, cases, cmd, placement] {
 			if (placement->count())
 				throw usage_error("--placement: the guest's boot is --boot " + vm->boot +

@@ -102,45 +102,4 @@ json read_json(const std::filesystem::path &path)
 	}
 }
 
-std::string format_table(const json &cases)
-{
-	const std::vector<std::string> head = {"case",	   "placement", "first pin", "second pin",
-					       "expected", "observed",	"verdict"};
-	std::vector<std::vector<std::string>> rows;
-	for (const auto &c : cases) {
-		std::string observed = c["observed"].is_object()
-					       ? c["observed"].value("summary", "")
-					       : "-";
-		std::string v = c.value("verdict", "error");
-		std::transform(v.begin(), v.end(), v.begin(), ::toupper);
-		const json expected = c.value("expected", json::object());
-		rows.push_back({c.value("id", "?"), c.value("placement", "-"),
-				c.value("first_pin_label", "-"), c.value("second_pin", "-"),
-				expected.is_object() ? expected.value("summary", "-") : "-", observed, v});
-	}
-	std::vector<size_t> width(head.size());
-	for (size_t i = 0; i < head.size(); i++) {
-		width[i] = head[i].size();
-		for (const auto &r : rows)
-			width[i] = std::max(width[i], r[i].size());
-	}
-	std::ostringstream out;
-	auto line = [&](const std::vector<std::string> &r) {
-		for (size_t i = 0; i < r.size(); i++) {
-			out << r[i];
-			if (i + 1 < r.size())
-				out << std::string(width[i] - r[i].size() + 2, ' ');
-		}
-		out << '\n';
-	};
-	line(head);
-	for (const auto &r : rows)
-		line(r);
-	for (const auto &c : cases)
-		if (c.contains("reason") && !c["reason"].get<std::string>().empty())
-			out << "  " << c.value("id", "?") << ": " << c["verdict"].get<std::string>()
-			    << ": " << c["reason"].get<std::string>() << '\n';
-	return out.str();
-}
-
 } // namespace pinmatrix

@@ -42,8 +42,4 @@ inline constexpr size_t max_json_depth = 64;
 // too deep, not JSON).
 nlohmann::json read_json(const std::filesystem::path &path);
 
-// The human table: case, placement, first pin, second pin, expected,
-// observed, verdict.
-std::string format_table(const nlohmann::json &cases);
-
 } // namespace pinmatrix

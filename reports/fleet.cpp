@@ -40,6 +40,35 @@ struct node_files {
 	std::string node;	// status.json's, else the directory's name
 };
 
+// How a node without results stands in the grid: one record, by the state
+// the playbook left (ansible/.../pinmatrix_collect). Any other state is a
+// failed node (the playbook may leave "ready" from the preflight).
+struct node_state_record {
+	const char *state, *name, *verdict, *prefix;
+};
+constexpr node_state_record node_state_records[] = {
+	{"cannot_run", "cannot-run-here", "skip", "cannot run here: "},
+	{"unreachable", "node-unreachable", "error", "unreachable: "},
+	{"", "node-failed", "error", "run failed: "},
+};
+
+const node_state_record &record_for_state(const std::string &state)
+{
+	for (const auto &r : node_state_records)
+		if (state == r.state)
+			return r;
+	return node_state_records[std::size(node_state_records) - 1];
+}
+
+// "cannot run here: " before a cannot_run node's reason, "unreachable: "
+// before an unreachable one's; nothing before a failed one's (its reason
+// names the task).
+std::string reason_prefix(const json &node)
+{
+	const std::string state = node.value("state", "");
+	return state == "cannot_run" || state == "unreachable" ? record_for_state(state).prefix : "";
+}
+
 // Reads and checks a node directory: something in it, each file an object,
 // a state that is a string, results.json a results document.
 node_files read_node(const fs::path &dir)
@@ -53,8 +82,7 @@ node_files read_node(const fs::path &dir)
 	const fs::path status_file = dir / "status.json";
 	if (const json *node = report::member(n.status, "node"); node && (!node->is_string() || node->empty()))
 		throw usage_error("report --fleet: " + status_file.string() + ": node is not a name");
-	// Any state but "ran" and "cannot_run" is a failed node (the playbook
-	// may leave "ready" from the preflight): a state must be a word.
+	// A state must be a word (node_state_records).
 	if (const json *state = report::member(n.status, "state"); state && !state->is_string())
 		throw usage_error("report --fleet: " + status_file.string() + ": state " + state->dump() +
 				  " is not a string");
@@ -131,6 +159,10 @@ json merge_fleet(const std::vector<fs::path> &node_dirs)
 			status = json::object();
 		std::string state = text(status, "state", results.is_object() ? "ran" : "failed");
 		std::string reason = text(status, "reason");
+		// Not reached in this play: a results.json beside it is an earlier
+		// play's, not this one's.
+		if (state == "unreachable")
+			results = json();
 		if (state == "ran" && !results.is_object()) {
 			state = "failed";
 			reason = "the run left no results.json" + (reason.empty() ? "" : ": " + reason);
@@ -166,13 +198,10 @@ json merge_fleet(const std::vector<fs::path> &node_dirs)
 			}
 		} else {
 			// One record stands for the node in the grid.
-			const bool cannot = state == "cannot_run";
-			json r = {{"id", "node"}, {"name", cannot ? "cannot-run-here" : "node-failed"},
-				  {"suite", "fleet"}, {"node", node}, {"kernel", kernel},
-				  {"boot", {{"placement", ""}}},
-				  {"verdict", cannot ? "skip" : "error"},
-				  {"reason", (cannot ? "cannot run here: " : "run failed: ") +
-						     (reason.empty() ? std::string("no reason recorded") : reason)}};
+			const node_state_record &how = record_for_state(state);
+			json r = {{"id", "node"}, {"name", how.name}, {"suite", "fleet"}, {"node", node},
+				  {"kernel", kernel}, {"boot", {{"placement", ""}}}, {"verdict", how.verdict},
+				  {"reason", how.prefix + (reason.empty() ? std::string("no reason recorded") : reason)}};
 			fleet["cases"].push_back(r);
 			entry["verdict"] = r["verdict"];
 			fleet["groups"].push_back({{"kernel", kernel}, {"boot", r["boot"]}, {"ended", r["reason"]}});
@@ -225,8 +254,7 @@ std::string format_fleet_grid(const json &fleet)
 	}
 	for (const auto &n : fleet["nodes"])
 		if (n.contains("reason"))
-			out << n.value("node", "?") << ": " << (n["state"] == "cannot_run" ? "cannot run here: " : "")
-			    << n["reason"].get<std::string>() << '\n';
+			out << n.value("node", "?") << ": " << reason_prefix(n) << n["reason"].get<std::string>() << '\n';
 	return out.str();
 }
 
@@ -245,8 +273,7 @@ std::string format_fleet_markdown(const json &fleet)
 	for (const auto &n : fleet["nodes"]) {
 		out << "\n## " << n.value("node", "?") << ": " << n.value("state", "?");
 		if (n.contains("reason"))
-			out << " (" << (n["state"] == "cannot_run" ? "cannot run here: " : "")
-			    << n["reason"].get<std::string>() << ")";
+			out << " (" << reason_prefix(n) << n["reason"].get<std::string>() << ")";
 		out << "\n\n| fact | value |\n| --- | --- |\n";
 		const json &facts = n["facts"];
 		for (const auto &[key, label] : fact_lines)

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -251,6 +252,7 @@ const field_rule field_rules[] = {
 	{"kernel", [](const json &j) { return j.is_object() || j.is_string(); }, "an object or a string"},
 	{"boot", [](const json &j) { return j.is_object(); }, "an object"},
 	{"vm", [](const json &j) { return j.is_object(); }, "an object"},
+	{"stuck_task", [](const json &j) { return j.is_object(); }, "an object"},
 	{"started_at", [](const json &j) { return j.is_string(); }, "a string"},
 	{"not_reached", [](const json &j) { return j.is_boolean(); }, "true or false"},
 };
@@ -270,6 +272,9 @@ std::string record_problem(const json &r)
 	if (const json *obs = member(r, "observed"))
 		if (const json *v = member(*obs, "latency_samples_ns"); v && !is_number_array(*v))
 			return "observed latency_samples_ns is not an array of numbers";
+	if (const json *stuck = member(r, "stuck_task"))
+		if (const json *v = member(*stuck, "timeout_s"); v && !(v->is_number_integer() && *v > 0))
+			return "stuck_task timeout_s is not a whole number of seconds";
 	return "";
 }
 
@@ -429,22 +434,36 @@ std::string without_escapes(std::string_view s)
 	return out;
 }
 
+// The serial log excerpt of a guest's entry (a run's "vm", a merged run's
+// group, which may hold its own "vm").
+std::string guest_serial(const json &entry)
+{
+	std::string serial = text_at(entry, "serial_excerpt");
+	if (const json *vm = member(entry, "vm"); vm && serial.empty())
+		serial = text_at(*vm, "serial_excerpt");
+	return without_escapes(serial);
+}
+
 } // namespace
+
+std::optional<guest_ending> ending_of(const json &entry, const std::string &guest)
+{
+	const std::string ended = text_at(entry, "ended");
+	if (ended.empty())
+		return std::nullopt;
+	return guest_ending{guest, ended, guest_serial(entry)};
+}
 
 std::vector<guest_ending> guest_endings(const json &doc)
 {
 	std::vector<guest_ending> out;
 	if (const json *vm = member(doc, "vm"))
-		if (auto ended = text_at(*vm, "ended"); !ended.empty())
-			out.push_back({"guest", ended, without_escapes(text_at(*vm, "serial_excerpt"))});
+		if (auto ending = ending_of(*vm, "guest"))
+			out.push_back(*ending);
 	if (const json *groups = member(doc, "groups"); groups && groups->is_array())
 		for (const auto &g : *groups)
-			if (auto ended = text_at(g, "ended"); !ended.empty()) {
-				std::string serial = text_at(g, "serial_excerpt");
-				if (const json *vm = member(g, "vm"); vm && serial.empty())
-					serial = text_at(*vm, "serial_excerpt");
-				out.push_back({kernel_of(g, g).label(), ended, without_escapes(serial)});
-			}
+			if (auto ending = ending_of(g, kernel_of(g, g).label()))
+				out.push_back(*ending);
 	return out;
 }
 
@@ -482,25 +501,46 @@ std::vector<std::pair<std::string, std::vector<std::string>>> run_view::skip_rea
 	return reasons;
 }
 
+const json *group_entry(const json &doc, const kernel_config &k)
+{
+	if (const json *groups = member(doc, "groups"); groups && groups->is_array())
+		for (const auto &g : *groups)
+			if (kernel_of(g, g) == k)
+				return &g;
+	return nullptr;
+}
+
+std::string own_serial_excerpt(const case_view &c)
+{
+	return guest_serial(*c.record);
+}
+
+std::optional<long long> timed_out_after_s(const case_view &c)
+{
+	const json *stuck = member(*c.record, "stuck_task");
+	if (!stuck)
+		return std::nullopt;
+	if (auto s = number_at(*stuck, "timeout_s"))
+		return static_cast<long long>(*s);
+	// Records written before stuck_task named its timeout: the reason does.
+	static const std::regex within("did not finish within ([0-9]+) s");
+	if (std::smatch m; std::regex_search(c.reason, m, within))
+		return std::stoll(m[1]);
+	return std::nullopt;
+}
+
 case_serial serial_excerpt_for(const run_view &run, const case_view &c)
 {
 	if (c.result != verdict::error)
 		return {};
-	if (const json *vm = member(*c.record, "vm"))
-		if (auto own = text_at(*vm, "serial_excerpt"); !own.empty())
-			return {without_escapes(own), ""};
-	if (auto own = text_at(*c.record, "serial_excerpt"); !own.empty())
-		return {without_escapes(own), ""};
+	if (auto own = own_serial_excerpt(c); !own.empty())
+		return {own, ""};
 	// A merged run keeps one entry per guest in "groups": the excerpt of the
 	// guest that ran this kernel and boot.
-	if (const json *groups = member(*run.doc, "groups"); groups && groups->is_array())
-		for (const auto &g : *groups)
-			if (kernel_of(g, g) == c.kernel) {
-				std::string serial = text_at(g, "serial_excerpt");
-				if (const json *vm = member(g, "vm"); vm && serial.empty())
-					serial = text_at(*vm, "serial_excerpt");
-				return {without_escapes(serial), serial.empty() ? "" : c.kernel.label()};
-			}
+	if (const json *g = group_entry(*run.doc, c.kernel)) {
+		const std::string serial = guest_serial(*g);
+		return {serial, serial.empty() ? "" : c.kernel.label()};
+	}
 	if (run.several_kernels())
 		return {};
 	if (const json *vm = member(*run.doc, "vm"))

@@ -112,6 +112,12 @@ struct guest_ending {
 	std::string serial_excerpt;	// the serial log lines that explain it
 };
 std::vector<guest_ending> guest_endings(const json &doc);
+// A merged run's entry in "groups" for the guest that ran this kernel and
+// boot; null when it has none.
+const json *group_entry(const json &doc, const kernel_config &k);
+// How the guest of `entry` (a run's "vm", or one of a merged run's "groups")
+// ended, when it ended early; `guest` names it.
+std::optional<guest_ending> ending_of(const json &entry, const std::string &guest);
 
 // The serial log lines that explain a case that ended in error: its own, or
 // those of the guest it ran in (then `guest` names it, as guest_endings()
@@ -122,6 +128,13 @@ struct case_serial {
 };
 // Terminal escape sequences are removed from both.
 case_serial serial_excerpt_for(const run_view &run, const case_view &c);
+// The excerpt the record carries itself (the host gives it to the case that
+// was running when its guest died); empty when it has none.
+std::string own_serial_excerpt(const case_view &c);
+
+// The case's --case-timeout in seconds when the runner ended it there (its
+// record's stuck_task, cases/runner.cpp), else nullopt.
+std::optional<long long> timed_out_after_s(const case_view &c);
 
 // One line of a case's evidence.
 struct fact {

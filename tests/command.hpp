@@ -12,13 +12,15 @@ namespace pinmatrix::test {
 
 struct command_result {
 	int exit_code = -1;
-	std::string output; // stdout and stderr
+	std::string output; // stdout, and stderr unless it went elsewhere
 };
 
-inline command_result run_pinmatrix(const std::string &args)
+// stderr_to: where stderr goes (a shell redirection's target); with
+// stdout, by default.
+inline command_result run_pinmatrix(const std::string &args, const std::string &stderr_to = "&1")
 {
 	command_result r;
-	const std::string cmd = std::string(PINMATRIX_BIN) + " " + args + " 2>&1";
+	const std::string cmd = std::string(PINMATRIX_BIN) + " " + args + " 2>" + stderr_to;
 	FILE *p = popen(cmd.c_str(), "r");
 	if (!p)
 		return r;

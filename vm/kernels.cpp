@@ -7,8 +7,10 @@
 
 #include <cstdio>
 #include <regex>
+#include <set>
 
 #include "boot.hpp"
+#include "data_dir.hpp"
 #include "kernel_info.hpp"
 #include "sys_error.hpp"
 #include "text.hpp"
@@ -21,7 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path source_dir = PINMATRIX_SOURCE_DIR;
 
 
 std::vector<std::string> split(const std::string &text, char sep)
@@ -208,7 +209,7 @@ kernel_spec parse_kernel_spec(const std::string &text)
 		for (const auto &b : named_builds()) {
 			if (arg == b.name)
 				for (const char *f : b.fragments)
-					k.fragments.push_back(source_dir / "vm/kconfig" / f);
+					k.fragments.push_back(data_dir() / "vm/kconfig" / f);
 			if (*b.name)
 				names += std::string(names.empty() ? "" : ", ") + b.name;
 		}
@@ -265,14 +266,14 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 	} else {
 		std::vector<std::string> argv;
 		if (spec.source == "debian") {
-			argv = {(source_dir / "vm/kernel-debian.sh").string(), spec.abi, cache.string()};
+			argv = {(data_dir() / "vm/kernel-debian.sh").string(), spec.abi, cache.string()};
 		} else if (spec.source == "debs") {
-			argv = {(source_dir / "vm/kernel-debian.sh").string(), "--debs", spec.user_dir.string(),
+			argv = {(data_dir() / "vm/kernel-debian.sh").string(), "--debs", spec.user_dir.string(),
 				cache.string()};
 		} else if (spec.source == "tree") {
-			argv = {(source_dir / "vm/kernel-tree.sh").string(), spec.user_dir.string(), cache.string()};
+			argv = {(data_dir() / "vm/kernel-tree.sh").string(), spec.user_dir.string(), cache.string()};
 		} else {
-			argv = {(source_dir / "vm/kernel-build.sh").string()};
+			argv = {(data_dir() / "vm/kernel-build.sh").string()};
 			if (!spec.series.empty())
 				argv.insert(argv.end(), {"--series", spec.series});
 			for (const auto &p : spec.patches) {
@@ -330,15 +331,19 @@ fs::path prepare_modules(const guest_kernel &k, const fs::path &cache)
 	if (!fs::exists(makefile))
 		throw unmet_need("no build tree for " + k.release + " at " + makefile.parent_path().string());
 	// Keyed by every file of kmod/ (sources, Kbuild, feature tests) and the
-	// build script: a change to any of them rebuilds.
-	std::string sources = read_text_file((source_dir / "vm/build-modules.sh").string());
-	for (const auto &e : fs::recursive_directory_iterator(source_dir / "kmod"))
+	// build script: a change to any of them rebuilds. By their names within
+	// kmod/, in order: a checkout and an installed copy share the entry.
+	std::string sources = read_text_file((data_dir() / "vm/build-modules.sh").string());
+	std::set<fs::path> files;
+	for (const auto &e : fs::recursive_directory_iterator(data_dir() / "kmod"))
 		if (e.is_regular_file())
-			sources += e.path().string() + read_text_file(e.path().string());
+			files.insert(fs::relative(e.path(), data_dir() / "kmod"));
+	for (const auto &f : files)
+		sources += f.string() + read_text_file((data_dir() / "kmod" / f).string());
 	const fs::path out = cache / "modules" / (k.dir.filename().string() + "-" + content_hash(sources));
 	if (fs::exists(out / ".complete"))
 		return out;
-	std::vector<std::string> argv = {(source_dir / "vm/build-modules.sh").string()};
+	std::vector<std::string> argv = {(data_dir() / "vm/build-modules.sh").string()};
 	if (!k.build_root.empty())
 		argv.insert(argv.end(), {"--root", k.build_root.string()});
 	argv.insert(argv.end(), {k.kdir.string(), out.string()});
@@ -353,14 +358,14 @@ fs::path prepare_modules(const guest_kernel &k, const fs::path &cache)
 fs::path prepare_initramfs(const guest_kernel &k, const fs::path &cache)
 {
 	// Keyed by what goes into it, so an edited init script rebuilds it.
-	const std::string key = read_text_file((source_dir / "vm/guest/init").string()) +
-				read_text_file((source_dir / "vm/mkinitramfs.sh").string()) +
+	const std::string key = read_text_file((data_dir() / "vm/guest/init").string()) +
+				read_text_file((data_dir() / "vm/mkinitramfs.sh").string()) +
 				k.dir.string() + k.release;
 	fs::path out = cache / "initramfs" / (k.release + "-" + content_hash(key) + ".cpio.gz");
 	if (fs::exists(out))
 		return out;
 	fs::create_directories(out.parent_path());
-	auto [rc, ignored] = run_capture({(source_dir / "vm/mkinitramfs.sh").string(), k.dir.string(),
+	auto [rc, ignored] = run_capture({(data_dir() / "vm/mkinitramfs.sh").string(), k.dir.string(),
 					  out.string()});
 	if (rc)
 		throw unmet_need("cannot build the initramfs for " + k.release +

@@ -23,14 +23,17 @@
 
 #include "backing_suite.hpp"
 #include "boot.hpp"
+#include "data_dir.hpp"
 #include "kernel_info.hpp"
 #include "kernel_log.hpp"
 #include "kernels.hpp"
+#include "ktap.hpp"
 #include "matrix_file.hpp"
 #include "qmp.hpp"
 #include "plan.hpp"
 #include "reports.hpp"
 #include "results.hpp"
+#include "terminal_table.hpp"
 #include "runner.hpp"
 #include "suite.hpp"
 #include "sys_error.hpp"
@@ -45,7 +48,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path source_dir = PINMATRIX_SOURCE_DIR;
 const char *const qboot = "/usr/share/qemu/qboot.rom";
 
 std::string shell_quote(const std::string &s)
@@ -111,11 +113,17 @@ public:
 
 	// Exit status (128 + signal when a signal ended it), or nullopt when it
 	// was still running at the deadline (then it has been killed, after
-	// at_deadline()).
-	std::optional<int> wait_for(std::chrono::seconds limit, const std::function<void()> &at_deadline)
+	// at_deadline()). Meanwhile every_half_second(), when given.
+	std::optional<int> wait_for(std::chrono::seconds limit, const std::function<void()> &at_deadline,
+				    const std::function<void()> &every_half_second = {})
 	{
 		const auto deadline = std::chrono::steady_clock::now() + limit;
+		auto next_tick = std::chrono::steady_clock::now();
 		for (;;) {
+			if (every_half_second && std::chrono::steady_clock::now() >= next_tick) {
+				every_half_second();
+				next_tick += std::chrono::milliseconds(500);
+			}
 			int status = 0;
 			pid_t r = waitpid(pid_, &status, WNOHANG);
 			if (r == pid_) {
@@ -499,7 +507,7 @@ std::string guest_cmdline(const fs::path &kernel_dir, const group_spec &g)
 {
 	return "console=ttyS0 panic=-1 quiet cryptomgr.notests sysrq_always_enabled secretmem.enable=1 pinmatrix.kdir=" +
 	       kernel_dir.string() +
-	       " pinmatrix.stage2=" + (source_dir / "vm/guest/stage2").string() + " " + boot_append(g);
+	       " pinmatrix.stage2=" + (data_dir() / "vm/guest/stage2").string() + " " + boot_append(g);
 }
 
 // The kernel's dir before it is prepared: an image's own, else a cache dir
@@ -622,7 +630,9 @@ struct qemu_run {
 
 // QEMU until the guest powers off, or its timeout: then the guest's dumps
 // (sysrq through QMP) before the kill, its results as they were at it.
-qemu_run boot_guest(const group_spec &g, const std::vector<std::string> &argv, const qmp_socket &qmp)
+// Meanwhile watch(), every half second, when given.
+qemu_run boot_guest(const group_spec &g, const std::vector<std::string> &argv, const qmp_socket &qmp,
+		    const std::function<void()> &watch)
 {
 	const fs::path guest_dir = g.out / "guest";
 	qemu_run q;
@@ -633,7 +643,7 @@ qemu_run boot_guest(const group_spec &g, const std::vector<std::string> &argv, c
 		q.status = qemu.wait_for(std::chrono::seconds(g.timeout_s), [&] {
 			at_timeout.emplace(guest_dir);
 			q.wedged_dump = dump_wedged_guest(qmp, g.out / "serial.log");
-		});
+		}, watch);
 		q.signal = qemu.killed_by();
 	}
 	if (at_timeout && at_timeout->restore())
@@ -750,8 +760,47 @@ void add_missing_records(json &doc, const group_spec &g, const std::string &ende
 	}
 }
 
-// Boots one guest (or finds that it cannot) and returns its results.
-group_outcome run_group(const group_spec &g)
+// Each case names where it ran, so merged results stay readable.
+void label_cases(json &doc)
+{
+	for (auto &c : doc["cases"]) {
+		c["kernel"] = {{"name", doc["kernel"].value("name", "")},
+			       {"release", doc["kernel"].value("release", "")},
+			       {"source", doc["kernel"].value("source", "")}};
+		c["boot"] = doc["boot"];
+	}
+}
+
+// What the caller of run_group() is shown while the guest runs: the
+// group's record as it would be merged now (--format ktap streams its new
+// cases).
+using group_progress = std::function<void(const json &doc)>;
+
+// A watch of the guest's results.json (rewritten whole after each case):
+// each new version, merged into the group's record and labelled as
+// run_single() and merge_group() do at the end, goes to progress(). None
+// without a progress.
+std::function<void()> watch_guest(const json &doc, const fs::path &guest_dir, const group_progress &progress)
+{
+	if (!progress)
+		return {};
+	return [&doc, guest_dir, &progress, seen = fs::file_time_type::min()]() mutable {
+		std::error_code ec;
+		const auto written = fs::last_write_time(guest_dir / "results.json", ec);
+		if (ec || written == seen)
+			return;
+		seen = written;
+		json now = doc;
+		std::string unread;	// said at the end, if it still is
+		merge_guest_results(now, guest_dir, unread);
+		label_cases(now);
+		progress(now);
+	};
+}
+
+// Boots one guest (or finds that it cannot) and returns its results;
+// progress(), when given, sees its record as it grows (watch_guest()).
+group_outcome run_group(const group_spec &g, const group_progress &progress)
 {
 	group_outcome outcome;
 	json &doc = outcome.doc;
@@ -783,7 +832,7 @@ group_outcome run_group(const group_spec &g)
 	std::cout << "pinmatrix vm: booting " << guest.kernel.describe() << " (" << g.boot->name << ": "
 		  << (append.empty() ? "no extra parameters" : append) << ", " << memory << " MiB, " << g.cpus
 		  << (g.cpus == 1 ? " vCPU" : " vCPUs") << ", TCG)" << std::endl;
-	const qemu_run q = boot_guest(g, argv, qmp);
+	const qemu_run q = boot_guest(g, argv, qmp, watch_guest(doc, guest_dir, progress));
 	const auto job_status = guest_job_exit(g.out);
 	ended = how_it_ended(q, job_status, g.timeout_s);
 	outcome.kernel_alarms = note_guest_kernel_log(guest_dir, doc);
@@ -810,17 +859,6 @@ group_outcome run_group(const group_spec &g)
 	return outcome;
 }
 
-// Each case names where it ran, so merged results stay readable.
-void label_cases(json &doc)
-{
-	for (auto &c : doc["cases"]) {
-		c["kernel"] = {{"name", doc["kernel"].value("name", "")},
-			       {"release", doc["kernel"].value("release", "")},
-			       {"source", doc["kernel"].value("source", "")}};
-		c["boot"] = doc["boot"];
-	}
-}
-
 void summarize_into(json &doc)
 {
 	const auto summary = summarize_json(doc["cases"]);
@@ -830,6 +868,58 @@ void summarize_into(json &doc)
 	if (doc.contains("kernel_log") && !doc["kernel_log"].value("alarms", json::array()).empty())
 		v = worst(v, verdict::fail);
 	doc["verdict"] = name(v);
+}
+
+// --format ktap for guest runs: the KTAP document on stdout as each guest's
+// results.json gains a case (watch_guest()), then the cases the host's merge
+// decides (those the guest never reached); the rest goes to stderr. Does
+// nothing for --format text.
+class guest_ktap {
+public:
+	guest_ktap(const std::string &format, ktap_plan plan)
+	{
+		if (streams_ktap(format))
+			console_.emplace(std::move(plan));
+	}
+	group_progress progress()
+	{
+		if (!console_)
+			return {};
+		return [this](const json &doc) { streamed_ += console_->stream().records(doc, streamed_); };
+	}
+	void header(const json &doc)
+	{
+		if (console_)
+			console_->stream().header(doc);
+	}
+	// The group's cases not streamed yet, from its record as merged.
+	void rest_of(const json &doc)
+	{
+		if (console_)
+			console_->stream().records(doc, streamed_);
+		streamed_ = 0;
+	}
+	void end_group(const json &entry)
+	{
+		if (console_)
+			console_->stream().end_group(&entry);
+	}
+	void end(const json &doc)
+	{
+		if (console_)
+			console_->stream().end(doc);
+	}
+
+private:
+	std::optional<ktap_console> console_;
+	size_t streamed_ = 0;	// of the group's cases
+};
+
+// The number of cases of each suite a group plans (its KTAP subtests).
+std::vector<size_t> group_suite_sizes(const group_spec &g)
+{
+	const auto suites = make_suites(group_suite_options(g));
+	return suite_sizes(group_plan(suites, g));
 }
 
 group_spec base_group(const vm_options &opt)
@@ -863,14 +953,18 @@ int run_single(const vm_options &opt)
 	g.out = fs::absolute(opt.out);
 	check_group(g); // before anything is written
 
+	guest_ktap ktap(opt.format, ktap_plan{false, {group_suite_sizes(g)}});
 	const auto t0 = std::chrono::steady_clock::now();
-	auto outcome = run_group(g);
+	auto outcome = run_group(g, ktap.progress());
 	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 	json &doc = outcome.doc;
 	// One guest that cannot be prepared (no such kernel, no headers) is a
 	// setup error; in a matrix it is that group's SKIP instead.
-	if (doc.contains("setup_error"))
+	if (doc.contains("setup_error")) {
+		ktap.rest_of(doc);	// its cases' SKIPs, for a runner that reads no exit code
+		ktap.end(doc);
 		throw unmet_need(outcome.ended);
+	}
 
 	if (!g.guest_cmd.empty() || g.ssh_port) {
 		const fs::path log = g.out / "guest" / "job.log";
@@ -888,6 +982,8 @@ int run_single(const vm_options &opt)
 
 	label_cases(doc);
 	summarize_into(doc);
+	ktap.rest_of(doc);
+	ktap.end(doc);
 	// A full disk: say so and what is kept; results.json is never half-written.
 	std::string not_written;
 	try {
@@ -896,7 +992,7 @@ int run_single(const vm_options &opt)
 	} catch (const std::exception &e) {
 		not_written = e.what();
 	}
-	std::cout << '\n' << format_table(doc["cases"]);
+	std::cout << '\n' << format_table_for_stdout(doc["cases"]);
 	// No "vm" when the guest never booted (the kernel cannot run the boot).
 	const json vm = doc.value("vm", json::object());
 	if (doc.contains("cannot_run"))
@@ -986,7 +1082,7 @@ void print_matrix(const json &merged, double wall_s, const fs::path &results)
 			if (c["kernel"]["name"] == group["kernel"]["name"] &&
 			    c["boot"]["placement"] == group["boot"]["placement"])
 				cases.push_back(c);
-		std::cout << format_table(cases);
+		std::cout << format_table_for_stdout(cases);
 	}
 	std::printf("pinmatrix vm: matrix %s in %.1f s; results in %s\n", merged["verdict"].get<std::string>().c_str(),
 		    wall_s, results.c_str());
@@ -1002,10 +1098,17 @@ int run_matrix_file(const vm_options &opt)
 		       {"matrix", fs::absolute(opt.matrix).string()},
 		       {"groups", json::array()},
 		       {"cases", json::array()}};
+	ktap_plan plan{true, {}};
+	for (const auto &g : groups)
+		plan.groups.push_back(group_suite_sizes(g));
+	guest_ktap ktap(opt.format, std::move(plan));
+	ktap.header(merged);
 	const auto t0 = std::chrono::steady_clock::now();
 	for (const auto &g : groups) {
-		auto outcome = run_group(g);
+		auto outcome = run_group(g, ktap.progress());
 		merge_group(g, outcome, out, merged);
+		ktap.rest_of(outcome.doc);
+		ktap.end_group(merged["groups"].back());
 		write_json_atomically(out / "results.json", merged);
 		std::cout << "  " << g.kernel.name << " / " << g.boot->name << ": "
 			  << outcome.doc["verdict"].get<std::string>()
@@ -1013,6 +1116,7 @@ int run_matrix_file(const vm_options &opt)
 	}
 	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 	merged["wall_s"] = wall_s;
+	ktap.end(merged);
 	write_json_atomically(out / "results.json", merged);
 	write_reports(out, merged);
 	print_matrix(merged, wall_s, out / "results.json");
@@ -1028,6 +1132,8 @@ int run_vm(const vm_options &opt)
 {
 	// Everything that can be wrong with the arguments is found before
 	// anything is written.
+	if (streams_ktap(opt.format) && (!opt.guest_cmd.empty() || opt.ssh_port))
+		throw usage_error("--format ktap reports cases: it excludes --guest-cmd and --ssh-port");
 	if (opt.out.empty())
 		throw usage_error("--out is required");
 	require_writable_dir(opt.out, "--out");

@@ -43,6 +43,10 @@ struct vm_options {
 	// guest; its JSON becomes OUT/bench.json (benchmarks/README.md).
 	bool bench = false;
 	std::string bench_args;	// more pinmatrix_bench arguments (filter, min time)
+	// "text", or "ktap": the KTAP document on stdout as the guest's cases
+	// end, one subtest per suite (and per group with a matrix), people's
+	// lines on stderr (reports/ktap.hpp).
+	std::string format = "text";
 };
 
 // Returns the exit code (see cli/pinmatrix.cpp). Throws usage_error for bad

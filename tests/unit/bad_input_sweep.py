@@ -210,6 +210,10 @@ def cli_inputs(w):
     add("vm-no-module-and-first-pin", *vm, "--no-module", "--first-pin", "cuda")
     add("cases-first-pin-stock", "cases", "--first-pin", "stock")
     add("run-find-budget-0", "run", "--find-budget", "0", "--out", out)
+    # --format: text or ktap; ktap reports cases, not a guest command's output
+    add("run-format-bogus", "run", "--format", "tap", "--out", out)
+    add("vm-format-bogus", *vm, "--format", "xml")
+    add("vm-format-ktap-guest-cmd", *vm, "--format", "ktap", "--guest-cmd", "true")
     return a
 
 

@@ -64,6 +64,9 @@ TEST(Cli, BadUsageExitsTwoWithAMessage)
 		{"kernel build --kernel tree:/nonexistent-pm-tree", "no directory /nonexistent-pm-tree"},
 		{"vm --out /tmp/x --kernel debs:/nonexistent-pm-debs", "no directory /nonexistent-pm-debs"},
 		{"kernel build --kernel fedora:41", "tree:DIR or debs:DIR"},
+		{"run --format tap", "--format 'tap': expected text or ktap"},
+		{"vm --out /tmp/x --format xml", "--format 'xml': expected text or ktap"},
+		{"vm --out /tmp/x --format ktap --guest-cmd true", "excludes --guest-cmd"},
 		// report --kcidb: the origin is checked before the directory is read.
 		{"report /nonexistent-pm-run --kcidb", "needs --origin NAME"},
 		{"report /nonexistent-pm-run --kcidb --origin My-Lab", "^[a-z0-9_]+$"},
@@ -92,7 +95,7 @@ TEST(Cli, BadInputWritesNothing)
 	fs::remove_all(out);
 	for (const std::string args : {"vm --kernel fedora:41", "vm --kernel debian:../../etc",
 				       "vm --kernel tree:/nonexistent-pm", "vm --kernel debs:/nonexistent-pm",
-				       "vm --cases nope", "run --cases nope"}) {
+				       "vm --cases nope", "run --cases nope", "run --format tap", "vm --format tap"}) {
 		auto r = run_pinmatrix(args + " --out " + out.string());
 		EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
 		EXPECT_FALSE(fs::exists(out)) << args;
@@ -180,6 +183,29 @@ TEST(Cli, RunWithoutTheModuleSkipsEveryCaseWithTheReason)
 	EXPECT_NE(r.output.find("/dev/pinmatrix is absent"), std::string::npos) << r.output;
 	EXPECT_TRUE(fs::exists(out / "results.json"));
 	fs::remove_all(out);
+}
+
+// --format ktap: a stdout that cannot take the document (a full disk)
+// does not end the run; it says so once, and results.json has every case.
+TEST(Cli, RunGoesOnWhenStdoutCannotTakeItsKtap)
+{
+	if (fs::exists("/dev/pinmatrix"))
+		GTEST_SKIP() << "the module is loaded on this machine";
+	const fs::path out = fs::temp_directory_path() / ("pm-ktap-full-" + std::to_string(getpid()));
+	auto r = run_pinmatrix("run --cases A,D --format ktap --out " + out.string() + " >/dev/full",
+			       (out.string() + ".stderr"));
+	std::ifstream in(out.string() + ".stderr");
+	const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	EXPECT_EQ(r.exit_code, 4) << err;
+	EXPECT_NE(err.find("pinmatrix: ERROR: KTAP not written to stdout: No space left on device; the run goes on"),
+		  std::string::npos)
+		<< err;
+	EXPECT_NE(err.find("[2/2] D (ordinary-foll-pin): SKIP"), std::string::npos) << err;
+	std::ifstream results(out / "results.json");
+	const std::string doc((std::istreambuf_iterator<char>(results)), std::istreambuf_iterator<char>());
+	EXPECT_NE(doc.find("\"id\": \"D\""), std::string::npos);
+	fs::remove_all(out);
+	fs::remove(out.string() + ".stderr");
 }
 
 namespace {
@@ -377,4 +403,41 @@ TEST(Cli, MatrixGroupThatCannotBePreparedIsASkipWithTheReason)
 	std::ifstream ktap(out / "results.ktap");
 	const std::string k((std::istreambuf_iterator<char>(ktap)), std::istreambuf_iterator<char>());
 	EXPECT_NE(k.find("# SKIP cannot prepare kernel 'img'"), std::string::npos) << k;
+}
+
+// `vm --matrix --format ktap`: stdout is the KTAP document alone, one
+// subtest per (kernel, boot) group holding its suites, and the merged
+// results.ktap line for line; the human lines went to stderr. The groups
+// cannot be prepared, so nothing boots.
+TEST(Cli, MatrixStreamsKtapWithOneSubtestPerGroup)
+{
+	const scratch s("pm-cli-ktap");
+	const fs::path out = s.dir / "out", cache = s.dir / "cache";
+	s.stub_image();
+	fs::create_directories(cache / ".lock");
+	const auto m = s.write("m.toml", "[kernels.img]\nsource = \"image\"\ndir = \"image\"\n"
+					 "[[run]]\nkernel = \"img\"\nboots = [\"ordinary\", \"movable\"]\n");
+	const fs::path err = s.dir / "stderr";
+	auto r = run_pinmatrix("vm --matrix " + m.string() + " --out " + out.string() + " --cache " + cache.string() +
+				       " --cases D,fork --format ktap",
+			       err.string());
+	EXPECT_EQ(r.exit_code, 4) << r.output;
+	std::ifstream ktap(out / "results.ktap");
+	EXPECT_EQ(r.output, std::string(std::istreambuf_iterator<char>(ktap), std::istreambuf_iterator<char>()));
+	const std::string why = "cannot prepare kernel 'img': lock " + (cache / ".lock").string() + ": Is a directory";
+	const std::vector<std::string> lines = {
+		"KTAP version 1\n1..2\n",
+		"\n  KTAP version 1\n  # Subtest: img unknown kernel (ordinary)\n  1..2\n",
+		"\n    KTAP version 1\n    # Subtest: pin\n    1..1\n",
+		"\n    ok 1 D (ordinary-foll-pin) # SKIP " + why + "\n  ok 1 pin # SKIP " + why + "\n",
+		"\n    # Subtest: fork\n    1..2\n",
+		"\n  # guest: " + why + "\nok 1 img unknown kernel (ordinary) # SKIP " + why + "\n",
+		"\nok 2 img unknown kernel (movable) # SKIP " + why + "\n",
+		"\n# Totals: pass:0 fail:0 xfail:0 xpass:0 skip:6 error:0\n"};
+	for (const auto &line : lines)
+		EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n---\n" << r.output;
+	std::ifstream human(err);
+	const std::string h((std::istreambuf_iterator<char>(human)), std::istreambuf_iterator<char>());
+	EXPECT_NE(h.find("img / ordinary: skip (" + why), std::string::npos) << h;
+	EXPECT_EQ(r.output.find("img / ordinary"), std::string::npos) << r.output;
 }

@@ -191,3 +191,28 @@ TEST(Fleet, NodesMergeIntoOneGridWithCannotRunHere)
 	EXPECT_THROW(merge_fleet({root / "missing"}), usage_error);
 	fs::remove_all(root);
 }
+
+// A node the controller did not reach (its status written before the first
+// connection, or the preflight's unreachable result) is an ERROR in the
+// grid with SSH's words, not a node that vanished.
+TEST(Fleet, UnreachableNodeIsAnErrorWithItsReason)
+{
+	const fs::path root = fs::temp_directory_path() / ("pinmatrix-fleet-unreached-" + std::to_string(getpid()));
+	fs::remove_all(root);
+	fs::create_directories(root / "n3");
+	std::ofstream(root / "n3" / "status.json")
+		<< R"({"node": "n3", "state": "unreachable", "reason": "ssh: connect to host 10.0.0.3 port 22: Connection refused"})";
+	// An earlier play's results, which this play did not refresh.
+	std::ofstream(root / "n3" / "results.json")
+		<< R"({"schema": "pinmatrix/1", "complete": true, "cases": [{"id": "A", "verdict": "pass"}]})";
+	const auto fleet = merge_fleet({root / "n3"});
+	ASSERT_EQ(fleet["cases"].size(), 1u);
+	EXPECT_EQ(fleet["cases"][0]["name"], "node-unreachable");
+	EXPECT_EQ(fleet["cases"][0]["verdict"], "error");
+	EXPECT_EQ(fleet["cases"][0]["reason"], "unreachable: ssh: connect to host 10.0.0.3 port 22: Connection refused");
+	EXPECT_EQ(fleet["nodes"][0]["state"], "unreachable");
+	EXPECT_EQ(fleet["verdict"], "error");
+	const std::string md = format_fleet_markdown(fleet);
+	EXPECT_NE(md.find("## n3: unreachable (unreachable: ssh: connect"), std::string::npos) << md;
+	fs::remove_all(root);
+}

@@ -105,11 +105,11 @@ TEST(ReportTelemetry, KtapDiagnosticsCarryTheClassificationAndPath)
 	EXPECT_TRUE(has(ktap, "# registration/memlock-quota: registration #1 with RLIMIT_MEMLOCK 2048 bytes and no "
 			      "CAP_IPC_LOCK: ibv_reg_mr -> ENOMEM (12): memlock quota (rule memlock-quota)\n"))
 		<< ktap;
-	// Still exactly one result line per case.
+	// Still exactly one result line per case (inside its suite's subtest).
 	std::istringstream lines(ktap);
 	size_t results = 0;
 	for (std::string l; std::getline(lines, l);)
-		results += l.rfind("ok ", 0) == 0 || l.rfind("not ok ", 0) == 0;
+		results += l.rfind("  ok ", 0) == 0 || l.rfind("  not ok ", 0) == 0;
 	EXPECT_EQ(results, telemetry_run()["cases"].size());
 }
 

@@ -33,6 +33,7 @@ mutations=(
   "latency-negative|d['cases'][0].update(latency_ns=-5)"
   "unknown-suite|d['cases'][0].update(suite='banana')"
   "ualink-without-observed|d['cases'][0].update(suite='ualink', source='x') or d['cases'][0].pop('observed')"
+  "timeout-not-seconds|d['cases'][1].update(verdict='error', reason='x', stuck_task={'timeout_s': '60 s'})"
   "not-reached-pass|d['cases'][0].update(not_reached=True)"
   "not-reached-false|d['cases'][0].update(verdict='error', reason='x', not_reached=False)"
   "started-at-not-a-time|d['cases'][0].update(started_at='yesterday')"

@@ -7,11 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "mapping.hpp"
+#include "terminal_table.hpp"
 #include "placement.hpp"
 #include "proc_pages.hpp"
 #include "pin_record.hpp"
 #include "results.hpp"
+#include "terminal_table.hpp"
 #include "sys_error.hpp"
 
 using namespace pinmatrix;
@@ -129,11 +133,50 @@ TEST(Results, TableHasOneRowPerCaseAndTheReasons)
 	nlohmann::json cases = nlohmann::json::array();
 	for (const auto &c : pin_cases())
 		cases.push_back(to_json(record_of(not_run(c, verdict::error, "guest died"))));
-	auto table = format_table(cases);
+	auto table = format_table(cases, default_table_width, true);
 	size_t lines = std::count(table.begin(), table.end(), '\n');
 	EXPECT_EQ(lines, 1 + 2 * pin_cases().size());
 	EXPECT_NE(table.find("ERROR"), std::string::npos);
 	EXPECT_NE(table.find("guest died"), std::string::npos);
+}
+
+// Long cells are cut and long reasons wrapped to the width; the verdict
+// and the case id are never cut, and the verdict comes first.
+TEST(Results, TableFitsTheWidthVerdictFirst)
+{
+	const std::string long_text(300, 'x');
+	nlohmann::json cases = nlohmann::json::array();
+	for (const auto &c : pin_cases()) {
+		auto j = to_json(record_of(not_run(c, verdict::fail, "the reason " + long_text + " and more words")));
+		j["expected"]["summary"] = "expected " + long_text;
+		j["observed"] = {{"summary", "observed " + long_text}};
+		cases.push_back(j);
+	}
+	for (size_t width : {size_t(100), size_t(80)}) {
+		const std::string table = format_table(cases, width, true);
+		std::istringstream lines(table);
+		std::string line;
+		std::getline(lines, line);
+		EXPECT_EQ(line.rfind("verdict", 0), 0u) << line;
+		for (size_t n = 1; std::getline(lines, line); n++) {
+			EXPECT_LE(line.size(), width) << "line " << n << ": " << line;
+			if (n <= pin_cases().size()) {
+				EXPECT_EQ(line.rfind("FAIL ", 0), 0u) << line;
+			}
+		}
+		EXPECT_NE(table.find(pin_cases().back().id + " "), std::string::npos) << table;
+		EXPECT_NE(table.find("and more words"), std::string::npos) << table;
+	}
+	// In a log each reason stays on one line, whole.
+	const std::string log = format_table(cases, default_table_width, false);
+	EXPECT_NE(log.find("the reason " + long_text + " and more words\n"), std::string::npos);
+}
+
+TEST(Results, WrapWordsBreaksBetweenWordsWithAHangingIndent)
+{
+	EXPECT_EQ(wrap_words("aa bb cc dd", 9, 2, 4), "  aa bb\n    cc dd\n");
+	EXPECT_EQ(wrap_words("aa bb cc dd", 8, 2, 4), "  aa bb\n    cc\n    dd\n");
+	EXPECT_EQ(wrap_words("abcdefghij", 6, 0, 2), "abcdef\n");
 }
 
 TEST(Placement, ClassifyFromWhatTheModuleReports)

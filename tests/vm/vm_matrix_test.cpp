@@ -65,7 +65,10 @@ protected:
 		if (geteuid() != 0 || system("command -v qemu-system-x86_64 >/dev/null"))
 			return;
 		dir_ = out_dir("matrix");
+		// A 100-column terminal (TableFitsOneHundredColumns).
+		setenv("COLUMNS", "100", 1);
 		run_ = run_pinmatrix("vm --out " + dir_.string());
+		unsetenv("COLUMNS");
 		if (fs::exists(dir_ / "results.json"))
 			doc_ = load(dir_);
 	}
@@ -125,6 +128,29 @@ TEST_F(VmMatrix, EveryPlannedCasePassesOnceButTheKnownBug)
 	for (const auto &c : doc_["cases"])
 		suites.insert(c["suite"]);
 	EXPECT_EQ(suites, (std::set<std::string>{"pin", "ualink", "registration", "fork", "race", "backing", "pinner"}));
+}
+
+// The default run's table at $COLUMNS=100: the header, one row per case
+// starting with its verdict, the reasons below; no line wider than 100.
+TEST_F(VmMatrix, TableFitsOneHundredColumns)
+{
+	std::istringstream out(run_.output);
+	std::string line;
+	while (std::getline(out, line) && line.rfind("verdict ", 0) != 0)
+		;
+	ASSERT_EQ(line.rfind("verdict ", 0), 0u) << "no table in:\n" << run_.output;
+	size_t rows = 0, lines = 1;
+	while (std::getline(out, line) && line.rfind("pinmatrix vm:", 0) != 0) {
+		EXPECT_LE(line.size(), 100u) << line;
+		lines++;
+		if (line.rfind(" ", 0) != 0) {
+			rows++;
+			const std::string verdict = line.substr(0, line.find(' '));
+			EXPECT_TRUE(verdict == "PASS" || verdict == "FAIL" || verdict == "SKIP" || verdict == "ERROR") << line;
+		}
+	}
+	EXPECT_EQ(rows, doc_["cases"].size()) << run_.output;
+	EXPECT_GT(lines, rows);	// the reasons, below the rows
 }
 
 TEST_F(VmMatrix, RecordsKernelAndBootParameters)
