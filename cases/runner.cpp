@@ -544,6 +544,7 @@ case_record run_one(const plan_entry &e, const std::optional<std::string> &why_n
 	auto &[owner, c] = e;
 	if (!why_not)
 		owner->before_case(c, doc);
+	const std::string started_at = now_iso8601();
 	const auto t0 = std::chrono::steady_clock::now();
 	std::optional<module_param_override> stall;
 	if (c.id == fault.kernel_hang_at && !why_not) {
@@ -559,6 +560,7 @@ case_record run_one(const plan_entry &e, const std::optional<std::string> &why_n
 				: run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at);
 	stall.reset();
 	r.suite = owner->name();
+	r.details["started_at"] = started_at;
 	r.duration_ns =
 		std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 	if (klog)

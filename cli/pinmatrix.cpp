@@ -22,6 +22,7 @@
 #include "launcher.hpp"
 #include "reports.hpp"
 #include "fleet.hpp"
+#include "kcidb.hpp"
 #include "user_input.hpp"
 
 using namespace pinmatrix;
@@ -325,12 +326,13 @@ subcommand add_report(CLI::App &app)
 		std::filesystem::path dir, out;
 		std::vector<std::filesystem::path> compare, fleet;
 		std::optional<double> bench_threshold;
-		std::string format;
+		std::string format, origin;
+		bool kcidb = false;
 	};
 	auto opt = std::make_shared<options>();
 	auto *cmd = app.add_subcommand(
 		"report", "Write results.ktap, junit.xml, report.html and summary.md from DIR/results.json, "
-			  "or compare two runs (exit 1 on a verdict regression)");
+			  "KCIDB data (--kcidb), or compare two runs (exit 1 on a verdict regression)");
 	cmd->add_option("dir", opt->dir, "Run directory (or its results.json)");
 	cmd->add_option("--compare", opt->compare, "OLD NEW: run directories or results.json files")->expected(2);
 	cmd->add_option("--bench-threshold", opt->bench_threshold,
@@ -343,10 +345,24 @@ subcommand add_report(CLI::App &app)
 			"NODE_DIR...: one node x case report from each node's status.json, facts.json "
 			"and results.json (ansible/roles/collect)")
 		->expected(1, -1);
+	cmd->add_flag("--kcidb", opt->kcidb,
+		      "With DIR: write KCIDB I/O data (schema 4.5: checkouts, builds, tests) to DIR/kcidb.json "
+		      "or --out FILE");
+	cmd->add_option("--origin", opt->origin, "With --kcidb: the CI system's name in KCIDB (^[a-z0-9_]+$)");
 	cmd->add_option("--out", opt->out,
 			"Where the reports go (created): with DIR, instead of next to its results.json; "
-			"with --fleet, required");
-	return {cmd, [opt] {
+			"with --fleet, required; with --kcidb, the file");
+	return {cmd, [opt, cmd] {
+			if (opt->kcidb) {
+				if (!opt->compare.empty() || !opt->fleet.empty() || !opt->format.empty() ||
+				    opt->bench_threshold)
+					throw usage_error("report --kcidb excludes --compare, --fleet, --format and "
+							  "--bench-threshold");
+				kcidb_report_command(opt->dir, opt->origin, opt->out);
+				return 0;
+			}
+			if (cmd->count("--origin"))
+				throw usage_error("report: --origin goes with --kcidb");
 			if (opt->fleet.empty())
 				return report_command(opt->dir, opt->compare, opt->bench_threshold, opt->format, opt->out);
 			if (!opt->dir.empty() || !opt->compare.empty() || !opt->format.empty())

@@ -253,6 +253,8 @@ const field_rule field_rules[] = {
 	{"boot", [](const json &j) { return j.is_object(); }, "an object"},
 	{"vm", [](const json &j) { return j.is_object(); }, "an object"},
 	{"stuck_task", [](const json &j) { return j.is_object(); }, "an object"},
+	{"started_at", [](const json &j) { return j.is_string(); }, "a string"},
+	{"not_reached", [](const json &j) { return j.is_boolean(); }, "true or false"},
 };
 
 // Why a record is not a case the reports can count; empty when it is one.
@@ -667,6 +669,7 @@ std::vector<fact> evidence_facts(const case_view &c)
 		add(std::move(f.label), std::move(f.value));
 	if (auto s = stats_of(c.latency_ns))
 		add("registration latency", s->n == 1 ? format_ns(s->median) : describe(*s));
+	add("started at", text_at(*c.record, "started_at"));
 	if (c.duration_ns)
 		add("case duration", format_ns(*c.duration_ns));
 	return out;
@@ -677,7 +680,8 @@ std::vector<extra_field> extra_fields(const case_view &c)
 	static const std::set<std::string> known_record = {
 		"id", "name", "suite", "verdict", "reason", "expected", "observed", "latency_ns",
 		"latency_samples_ns", "duration_ns", "placement", "first_pin", "first_pin_label",
-		"second_pin", "kernel", "boot", "append", "vm", "serial_excerpt"};
+		"second_pin", "kernel", "boot", "append", "vm", "serial_excerpt", "started_at",
+		"not_reached"};	// its reason says so
 	static const std::set<std::string> known_observed = {
 		"errno", "errno_name", "migrated", "migrated_by_first_pin", "migrated_by_registration",
 		"pfn_before", "pfn_after", "first_pin_errno", "first_pin_pfns", "latency_ns",

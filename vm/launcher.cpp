@@ -751,6 +751,8 @@ void add_missing_records(json &doc, const group_spec &g, const std::string &ende
 									: "not reached: ") +
 						       why);
 		r.suite = owner->name();
+		if (guest_died && !first_missing)
+			r.details["not_reached"] = true;	// never started (KCIDB's MISS)
 		if (first_missing && !excerpt.empty())
 			r.details["serial_excerpt"] = excerpt;
 		first_missing = false;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """A sweep of bad inputs through the CLI, no boot: arguments of every
-subcommand, kernel specs, matrix files and results files. Each input runs in
+subcommand, kernel specs, matrix files and results files (through report,
+--compare, --fleet and --kcidb). Each input runs in
 a fresh scratch directory (its --out and --cache are in it, so an input that
 is not refused can touch nothing else) under a time bound, and is clean when
 pinmatrix
@@ -88,6 +89,8 @@ def results_inputs():
         ("id-number", doc([{"id": 42, "verdict": "pass"}])),
         ("same-case-twice", doc([case, case])),
         ("placement-number", doc([{"id": "A", "verdict": "pass", "placement": 7}])),
+        ("not-reached-string", doc([{"id": "A", "verdict": "error", "reason": "x", "not_reached": "yes"}])),
+        ("started-at-number", doc([{"id": "A", "verdict": "pass", "started_at": 1700000000}])),
         ("deep", '{"schema": "pinmatrix/1", "cases": [], "x": ' + "[" * 200000 + "]" * 200000 + "}"),
         ("nul-bytes", '{"schema": "pinmatrix/1", "cases": [\0]}'),
     ]
@@ -172,6 +175,18 @@ def cli_inputs(w):
     add("report-fleet-empty-node", "report", "--fleet", w["dir"], "--out", out)
     add("report-fleet-same-node-twice", "report", "--fleet", w["node"], w["node"], "--out", out)
     add("report-out-is-file", "report", w["dir"], "--out", w["file"])
+    # report --kcidb: the origin first, then what it reads
+    add("report-kcidb-no-origin", "report", w["dir"], "--kcidb")
+    for i, v in enumerate(("", "My_Lab", "my-lab", "a:b", "a b", "lab\n", "lab/..")):
+        add("report-kcidb-origin-%d" % i, "report", w["dir"], "--kcidb", "--origin", v)
+    add("report-origin-without-kcidb", "report", w["dir"], "--origin", "lab")
+    add("report-kcidb-no-dir", "report", "--kcidb", "--origin", "lab")
+    add("report-kcidb-missing-dir", "report", w["dir"] + "/missing", "--kcidb", "--origin", "lab")
+    add("report-kcidb-empty-dir", "report", w["dir"], "--kcidb", "--origin", "lab")
+    add("report-kcidb-out-is-dir", "report", w["dir"], "--kcidb", "--origin", "lab", "--out", w["node"])
+    add("report-kcidb-and-compare", "report", "--kcidb", "--origin", "lab", "--compare", w["dir"], w["dir"])
+    add("report-kcidb-and-fleet", "report", "--kcidb", "--origin", "lab", "--fleet", w["node"])
+    add("report-kcidb-and-format", "report", w["dir"], "--kcidb", "--origin", "lab", "--format", "md")
     # explain
     add("explain-nothing", "explain")
     for v in ("-1", "0", "abc", "99999999999"):
@@ -258,7 +273,7 @@ def main():
             return ["vm", "--matrix", f, "--out", w["out"], "--cache", w["cache"]]
         inputs.append(("matrix/" + name, setup))
     for name, text in results_inputs():
-        for mode in ("report", "compare", "fleet"):
+        for mode in ("report", "compare", "fleet", "kcidb"):
             def setup(w, text=text, mode=mode):
                 f = os.path.join(w["dir"], "results.json")
                 open(f, "w").write(text)
@@ -266,6 +281,8 @@ def main():
                     return ["report", w["dir"], "--out", w["out"]]
                 if mode == "compare":
                     return ["report", "--compare", w["dir"], w["dir"]]
+                if mode == "kcidb":
+                    return ["report", w["dir"], "--kcidb", "--origin", "sweep", "--out", w["out"] + "/kcidb.json"]
                 os.replace(f, os.path.join(w["node"], "results.json"))
                 open(os.path.join(w["node"], "status.json"), "w").write('{"state": "ran"}')
                 return ["report", "--fleet", w["node"], "--out", w["out"]]

@@ -67,6 +67,13 @@ TEST(Cli, BadUsageExitsTwoWithAMessage)
 		{"run --format tap", "--format 'tap': expected text or ktap"},
 		{"vm --out /tmp/x --format xml", "--format 'xml': expected text or ktap"},
 		{"vm --out /tmp/x --format ktap --guest-cmd true", "excludes --guest-cmd"},
+		// report --kcidb: the origin is checked before the directory is read.
+		{"report /nonexistent-pm-run --kcidb", "needs --origin NAME"},
+		{"report /nonexistent-pm-run --kcidb --origin My-Lab", "^[a-z0-9_]+$"},
+		{"report /nonexistent-pm-run --kcidb --origin lab", "/nonexistent-pm-run: no such directory"},
+		{"report --kcidb --origin lab", "give a run directory"},
+		{"report /nonexistent-pm-run --origin lab", "--origin goes with --kcidb"},
+		{"report --kcidb --origin lab --compare a b", "--kcidb excludes --compare"},
 	};
 	// /tmp/x stands for an --out of this test's own, which nothing else
 	// makes (a file at /tmp/x would be refused first, for another reason).

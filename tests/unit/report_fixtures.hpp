@@ -150,6 +150,42 @@ inline json run_with_another_suite()
 	return doc;
 }
 
+// A guest that died at D: the cases before it kept their records (each
+// with its start time), D was running (an error with the panic in the
+// serial excerpt), the cases after it never started (errors marked
+// `not_reached`, as vm/launcher.cpp writes them).
+inline json run_cut_short()
+{
+	json doc = sample_run();
+	const std::string ended = "guest stopped before the job finished (panic or reset?)";
+	int minute = 0;
+	bool reached = true;
+	for (auto &c : doc["cases"]) {
+		if (c["id"] == "D") {
+			not_observed(c, "error", "no result from the guest: case D was running when the guest ended: " + ended);
+			reached = false;
+		} else if (!reached) {
+			not_observed(c, "error", "no result from the guest: not reached: " + ended);
+			c["not_reached"] = true;
+		} else {
+			c["started_at"] = "2026-11-30T05:2" + std::to_string(minute++) + ":05Z";
+		}
+	}
+	doc["complete"] = false;
+	doc["vm"]["ended"] = ended;
+	doc["vm"]["serial_excerpt"] = "pinmatrix: fault injection: kernel panic at case D\n"
+				      "[    5.123789] Kernel panic - not syncing: sysrq triggered crash\n";
+	return doc;
+}
+
+// Google Benchmark JSON as pinmatrix_bench writes it: a harness figure, a
+// family with two repetitions, one that skipped (tests/data/bench-sample.json).
+inline json sample_bench()
+{
+	std::ifstream in(fs::path(PINMATRIX_TEST_DATA) / "bench-sample.json");
+	return json::parse(in);
+}
+
 struct named_run {
 	const char *name;
 	json doc;

@@ -531,6 +531,10 @@ TEST(VmFaults, GuestPanicIsAnErrorAndKeepsWhatFinished)
 	EXPECT_NE(b["serial_excerpt"].get<std::string>().find("sysrq_handle_crash"), std::string::npos)
 		<< b["serial_excerpt"];
 	EXPECT_NE(case_by_id(doc, "D")["reason"].get<std::string>().find("not reached"), std::string::npos);
+	// Marked for readers that map it (report --kcidb: MISS), the running one not.
+	EXPECT_TRUE(case_by_id(doc, "D").value("not_reached", false));
+	EXPECT_FALSE(b.contains("not_reached"));
+	EXPECT_TRUE(case_by_id(doc, "A").contains("started_at"));
 }
 
 // A CMA area the kernel could not reserve (cma=64G in a 1 GiB guest: "cma:
