@@ -10,9 +10,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <numeric>
 #include <map>
 #include <set>
 #include <regex>
@@ -870,10 +872,23 @@ void summarize_into(json &doc)
 	doc["verdict"] = name(v);
 }
 
-// --format ktap for guest runs: the KTAP document on stdout as each guest's
-// results.json gains a case (watch_guest()), then the cases the host's merge
-// decides (those the guest never reached); the rest goes to stderr. Does
-// nothing for --format text.
+// "  [3/36] C: PASS", "  [4/36] movable-mlock: SKIP - why": a case the
+// guest finished, as the guest's own console says it.
+void print_case_progress(size_t i, size_t total, const json &c)
+{
+	std::string verdict = c.value("verdict", "error");
+	for (auto &ch : verdict)
+		ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+	const std::string reason = c.value("reason", "");
+	std::cout << "  [" << i + 1 << "/" << total << "] " << c.value("id", "?") << ": " << verdict
+		  << (reason.empty() ? "" : " - " + reason) << std::endl;
+}
+
+// What a person and a runner see while a guest runs (watch_guest()): each
+// case's progress line as the guest's results.json gains it, and, with
+// --format ktap, the KTAP document on stdout as it grows, then the cases
+// the host's merge decides (those the guest never reached); with ktap the
+// people's lines go to stderr.
 class guest_ktap {
 public:
 	guest_ktap(const std::string &format, ktap_plan plan)
@@ -881,11 +896,16 @@ public:
 		if (streams_ktap(format))
 			console_.emplace(std::move(plan));
 	}
-	group_progress progress()
+	// total: the cases the group plans.
+	group_progress progress(size_t total)
 	{
-		if (!console_)
-			return {};
-		return [this](const json &doc) { streamed_ += console_->stream().records(doc, streamed_); };
+		return [this, total](const json &doc) {
+			const auto &cases = doc["cases"];
+			for (; shown_ < cases.size(); shown_++)
+				print_case_progress(shown_, total, cases[shown_]);
+			if (console_)
+				streamed_ += console_->stream().records(doc, streamed_);
+		};
 	}
 	void header(const json &doc)
 	{
@@ -897,7 +917,7 @@ public:
 	{
 		if (console_)
 			console_->stream().records(doc, streamed_);
-		streamed_ = 0;
+		streamed_ = shown_ = 0;
 	}
 	void end_group(const json &entry)
 	{
@@ -912,8 +932,14 @@ public:
 
 private:
 	std::optional<ktap_console> console_;
-	size_t streamed_ = 0;	// of the group's cases
+	size_t streamed_ = 0;	// of the group's cases, in KTAP
+	size_t shown_ = 0;	// of the group's cases, as progress lines
 };
+
+size_t sum(const std::vector<size_t> &sizes)
+{
+	return std::accumulate(sizes.begin(), sizes.end(), size_t(0));
+}
 
 // The number of cases of each suite a group plans (its KTAP subtests).
 std::vector<size_t> group_suite_sizes(const group_spec &g)
@@ -953,9 +979,10 @@ int run_single(const vm_options &opt)
 	g.out = fs::absolute(opt.out);
 	check_group(g); // before anything is written
 
-	guest_ktap ktap(opt.format, ktap_plan{false, {group_suite_sizes(g)}});
+	const auto sizes = group_suite_sizes(g);
+	guest_ktap ktap(opt.format, ktap_plan{false, {sizes}});
 	const auto t0 = std::chrono::steady_clock::now();
-	auto outcome = run_group(g, ktap.progress());
+	auto outcome = run_group(g, ktap.progress(sum(sizes)));
 	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 	json &doc = outcome.doc;
 	// One guest that cannot be prepared (no such kernel, no headers) is a
@@ -1101,11 +1128,15 @@ int run_matrix_file(const vm_options &opt)
 	ktap_plan plan{true, {}};
 	for (const auto &g : groups)
 		plan.groups.push_back(group_suite_sizes(g));
+	const auto plan_sizes = plan.groups;
 	guest_ktap ktap(opt.format, std::move(plan));
 	ktap.header(merged);
 	const auto t0 = std::chrono::steady_clock::now();
-	for (const auto &g : groups) {
-		auto outcome = run_group(g, ktap.progress());
+	for (size_t k = 0; k < groups.size(); k++) {
+		const auto &g = groups[k];
+		std::cout << "pinmatrix vm: [group " << k + 1 << "/" << groups.size() << "] " << g.kernel.name << " / "
+			  << g.boot->name << std::endl;
+		auto outcome = run_group(g, ktap.progress(sum(plan_sizes[k])));
 		merge_group(g, outcome, out, merged);
 		ktap.rest_of(outcome.doc);
 		ktap.end_group(merged["groups"].back());

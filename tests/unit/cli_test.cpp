@@ -239,6 +239,15 @@ struct scratch {
 		fs::create_directories(dir / "image/build");
 		return dir / "image";
 	}
+	// A matrix of the stub image on two boots whose groups cannot be
+	// prepared (the cache DIR/cache's .lock is a directory): nothing boots.
+	fs::path unpreparable_matrix() const
+	{
+		stub_image();
+		fs::create_directories(dir / "cache/.lock");
+		return write("m.toml", "[kernels.img]\nsource = \"image\"\ndir = \"image\"\n"
+				       "[[run]]\nkernel = \"img\"\nboots = [\"ordinary\", \"movable\"]\n");
+	}
 	fs::path fifo(const std::string &name) const
 	{
 		mkfifo((dir / name).c_str(), 0600);
@@ -383,10 +392,7 @@ TEST(Cli, MatrixGroupThatCannotBePreparedIsASkipWithTheReason)
 {
 	const scratch s("pm-cli-group");
 	const fs::path out = s.dir / "out", cache = s.dir / "cache";
-	s.stub_image();
-	fs::create_directories(cache / ".lock");
-	const auto m = s.write("m.toml", "[kernels.img]\nsource = \"image\"\ndir = \"image\"\n"
-					 "[[run]]\nkernel = \"img\"\nboots = [\"ordinary\", \"movable\"]\n");
+	const auto m = s.unpreparable_matrix();
 	auto r = run_pinmatrix("vm --matrix " + m.string() + " --out " + out.string() + " --cache " + cache.string() +
 			       " --cases D");
 	EXPECT_EQ(r.exit_code, 4) << r.output;
@@ -394,6 +400,9 @@ TEST(Cli, MatrixGroupThatCannotBePreparedIsASkipWithTheReason)
 	EXPECT_NE(r.output.find("img / ordinary: skip (cannot prepare kernel 'img': " + why), std::string::npos)
 		<< r.output;
 	EXPECT_NE(r.output.find("img / movable: skip"), std::string::npos) << r.output;
+	// Where the matrix is, group by group.
+	EXPECT_NE(r.output.find("pinmatrix vm: [group 1/2] img / ordinary\n"), std::string::npos) << r.output;
+	EXPECT_LT(r.output.find("[group 1/2]"), r.output.find("[group 2/2] img / movable")) << r.output;
 	std::ifstream in(out / "results.json");
 	const std::string results((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 	EXPECT_NE(results.find("\"ended\": \"cannot prepare kernel 'img': " + why), std::string::npos) << results;
@@ -413,10 +422,7 @@ TEST(Cli, MatrixStreamsKtapWithOneSubtestPerGroup)
 {
 	const scratch s("pm-cli-ktap");
 	const fs::path out = s.dir / "out", cache = s.dir / "cache";
-	s.stub_image();
-	fs::create_directories(cache / ".lock");
-	const auto m = s.write("m.toml", "[kernels.img]\nsource = \"image\"\ndir = \"image\"\n"
-					 "[[run]]\nkernel = \"img\"\nboots = [\"ordinary\", \"movable\"]\n");
+	const auto m = s.unpreparable_matrix();
 	const fs::path err = s.dir / "stderr";
 	auto r = run_pinmatrix("vm --matrix " + m.string() + " --out " + out.string() + " --cache " + cache.string() +
 				       " --cases D,fork --format ktap",

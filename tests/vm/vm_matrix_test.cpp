@@ -153,6 +153,17 @@ TEST_F(VmMatrix, TableFitsOneHundredColumns)
 	EXPECT_GT(lines, rows);	// the reasons, below the rows
 }
 
+// While the guest ran, each case's line as the guest finished it (read
+// from its results.json), before the table.
+TEST_F(VmMatrix, EachCaseIsShownAsTheGuestFinishesIt)
+{
+	const std::string n = std::to_string(doc_["plan"].size());
+	const size_t first = run_.output.find("  [1/" + n + "] A: PASS\n");
+	EXPECT_NE(first, std::string::npos) << run_.output;
+	EXPECT_LT(first, run_.output.find("\nverdict ")) << run_.output;
+	EXPECT_NE(run_.output.find("  [" + n + "/" + n + "] "), std::string::npos) << run_.output;
+}
+
 TEST_F(VmMatrix, RecordsKernelAndBootParameters)
 {
 	EXPECT_NE(doc_["kernel"]["release"].get<std::string>().find("amd64"), std::string::npos);
