@@ -41,22 +41,10 @@ except ImportError:
     print("SKIP: python3-yaml is not installed (tools/setup-host)")
     sys.exit(77)
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from script_checks import check, skip, verdict  # noqa: E402
+
 SIGNAL = re.compile(r"^<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=(\S+) RESULT=(\S+)(?: UNITS=(\S+))?(?: MEASUREMENT=(\S+))?>$")
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL: " + what)
-    return ok
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(77)
-
-
 def need_host_run():
     if os.path.exists("/dev/pinmatrix"):
         skip("the module is loaded on this machine: pinmatrix run would pin its memory")
@@ -260,11 +248,7 @@ def main():
                                                         stdout=subprocess.DEVNULL).returncode:
         skip("xmllint is missing (Debian package libxml2-utils; tools/setup-host)")
     modes[mode](pinmatrix, source)
-    if failures:
-        print("ci-glue %s: %d failure(s)" % (mode, len(failures)))
-        return 1
-    print("PASS: ci-glue " + mode)
-    return 0
+    return verdict("ci-glue " + mode, "ci-glue " + mode)
 
 
 if __name__ == "__main__":

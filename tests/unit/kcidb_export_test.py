@@ -36,17 +36,10 @@ except ImportError:
     print("SKIP: python3-jsonschema is not installed (tools/setup-host)")
     sys.exit(77)
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from script_checks import check, verdict  # noqa: E402
+
 ORIGIN = "pinmatrix_ctest"
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL: " + what)
-    return ok
-
-
 def validator(path):
     with open(path) as f:
         schema = json.load(f)
@@ -217,12 +210,8 @@ def main():
         out = os.path.join(root, "elsewhere", "k.json")
         export(pinmatrix, runs[0], "--out", out)
         check(os.path.exists(out) and kcidb.is_valid(json.load(open(out))), "--out FILE: not written or not valid")
-    if failures:
-        print("kcidb export: %d failure(s)" % len(failures))
-        return 1
-    print("PASS: %s exported, valid KCIDB %s, statuses from the verdicts" %
-          (", ".join(exported), "4.5"))
-    return 0
+    return verdict("kcidb export", "%s exported, valid KCIDB %s, statuses from the verdicts" %
+                   (", ".join(exported), "4.5"))
 
 
 if __name__ == "__main__":
