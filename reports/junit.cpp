@@ -42,16 +42,6 @@ std::string ant_timestamp(const json &doc)
 	return t;
 }
 
-// Package-like parts of a Java class name: dots separate, so a kernel
-// release's dots must not.
-std::string class_part(std::string_view s)
-{
-	std::string out;
-	for (char ch : s)
-		out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' ? ch : '_';
-	return out.empty() ? "_" : out;
-}
-
 std::string evidence_text(const case_view &c)
 {
 	std::string out;
@@ -196,7 +186,7 @@ void render_verdict(std::ostringstream &out, const run_view &run, const case_vie
 void render_testcase(std::ostringstream &out, const run_view &run, const case_view &c,
 		     const std::string &classname)
 {
-	const std::string cls = classname + (c.placement.empty() ? "" : "." + class_part(c.placement));
+	const std::string cls = classname + (c.placement.empty() ? "" : "." + name_part(c.placement));
 	out << "    <testcase name=\"" << attr(c.title()) << "\" classname=\"" << attr(cls) << "\" time=\""
 	    << seconds(c.duration_ns.value_or(0)) << "\">\n";
 	render_verdict(out, run, c);
@@ -211,8 +201,8 @@ void render_testsuite(std::ostringstream &out, const run_view &run, const json &
 	render_properties(out, run, doc, k);
 	std::string classname = "pinmatrix.";
 	if (run.several_kernels())
-		classname += class_part(k.label()) + ".";
-	classname += class_part(g.suite);
+		classname += name_part(k.label()) + ".";
+	classname += name_part(g.suite);
 	for (const auto *c : g.cases)
 		render_testcase(out, run, *c, classname);
 	out << "  </testsuite>\n";

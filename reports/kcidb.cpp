@@ -157,22 +157,14 @@ json build_of(const kernel_build &b, const std::string &origin)
 	return out;
 }
 
-// Path parts: KCIDB's paths are dot-separated names of [a-zA-Z0-9_-].
-std::string path_part(std::string_view s)
-{
-	std::string out;
-	for (char ch : s)
-		out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' ? ch : '_';
-	return out.empty() ? "_" : out;
-}
-
-// "pinmatrix." + prefix's parts + each '/'-separated part of name.
+// "pinmatrix." + prefix's parts + each '/'-separated part of name: KCIDB's
+// paths are dot-separated names of [a-zA-Z0-9_-] (name_part()).
 std::string dotted_path(const std::string &prefix, std::string_view name)
 {
-	std::string path = "pinmatrix." + path_part(prefix);
+	std::string path = "pinmatrix." + name_part(prefix);
 	for (size_t start = 0;;) {
 		const size_t slash = name.find('/', start);
-		path += "." + path_part(name.substr(start, slash - start));
+		path += "." + name_part(name.substr(start, slash - start));
 		if (slash == std::string_view::npos)
 			return path;
 		start = slash + 1;

@@ -872,6 +872,14 @@ std::string format_ns(double ns, bool ascii)
 	return buf;
 }
 
+std::string name_part(std::string_view s)
+{
+	std::string out;
+	for (char ch : s)
+		out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' ? ch : '_';
+	return out.empty() ? "_" : out;
+}
+
 std::string one_line(std::string_view s)
 {
 	std::string out;

@@ -208,6 +208,10 @@ std::string format_ns(double ns, bool ascii = false);
 // Newlines and tabs become spaces, runs of spaces one, other control
 // characters go: for one-line formats.
 std::string one_line(std::string_view s);
+// s as one name of [A-Za-z0-9_-], every other character '_' ("_" for
+// nothing): a part of a dotted name (a JUnit class, a KCIDB test path),
+// where a kernel release's own dots must not separate.
+std::string name_part(std::string_view s);
 
 // Plain text inside Markdown (and GitHub/GitLab's HTML), on one line:
 // nothing in it may start emphasis, a link, an HTML tag or a new table cell.
