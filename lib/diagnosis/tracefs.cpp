@@ -3,15 +3,26 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+
+// libtracefs 1.6's tracefs.h is C: its inline tracefs_hist_start() passes 0
+// for an enum, which C++ refuses. An int overload, declared before the
+// header, takes that call and hands it on.
+struct tracefs_instance;
+struct tracefs_hist;
+static int tracefs_hist_command(struct tracefs_instance *instance, struct tracefs_hist *hist, int command);
+extern "C" {
+#include <tracefs.h>
+}
+static int tracefs_hist_command(struct tracefs_instance *instance, struct tracefs_hist *hist, int command)
+{
+	return tracefs_hist_command(instance, hist, static_cast<enum tracefs_hist_command>(command));
+}
 
 #include "kernel_info.hpp"
 #include "sys_error.hpp"
@@ -20,7 +31,16 @@
 namespace pinmatrix {
 
 using nlohmann::json;
-namespace fs = std::filesystem;
+
+void tracefs_instance_deleter::operator()(struct tracefs_instance *instance) const
+{
+	tracefs_instance_free(instance);
+}
+
+void tracefs_dynevent_deleter::operator()(struct tracefs_dynevent *event) const
+{
+	tracefs_dynevent_free(event);
+}
 
 struct probe_spec {
 	const char *role;
@@ -53,8 +73,28 @@ const std::vector<probe_spec> specs = {
 	 "ret=$retval:x64", "the driver's user-MR registration"},
 };
 
-const char *const tracepoints[] = {"migrate/mm_migrate_pages_start", "migrate/mm_migrate_pages",
-				   "migrate/set_migration_pte", "migrate/remove_migration_pte"};
+struct tracepoint {
+	const char *system, *event;
+};
+const tracepoint tracepoints[] = {{"migrate", "mm_migrate_pages_start"},
+				  {"migrate", "mm_migrate_pages"},
+				  {"migrate", "set_migration_pte"},
+				  {"migrate", "remove_migration_pte"}};
+
+// What libtracefs hands out, freed its way.
+struct name_list_deleter {
+	void operator()(char **list) const { tracefs_list_free(list); }
+};
+using name_list = std::unique_ptr<char *, name_list_deleter>;
+struct dynevent_list_deleter {
+	void operator()(struct tracefs_dynevent **list) const { tracefs_dynevent_list_free(list); }
+};
+using dynevent_list = std::unique_ptr<struct tracefs_dynevent *, dynevent_list_deleter>;
+using instance_ptr = std::unique_ptr<struct tracefs_instance, tracefs_instance_deleter>;
+using dynevent_ptr = std::unique_ptr<struct tracefs_dynevent, tracefs_dynevent_deleter>;
+
+// Our kprobes (p: and r:), the only kind this session places.
+constexpr unsigned kprobe_types = TRACEFS_DYNEVENT_KPROBE | TRACEFS_DYNEVENT_KRETPROBE;
 
 bool pid_alive(pid_t pid)
 {
@@ -65,23 +105,39 @@ bool pid_alive(pid_t pid)
 	return comm.rfind("pinmatrix", 0) == 0;
 }
 
-bool write_file(const std::string &path, const std::string &text, bool append, int *err)
+// The owner of a leftover "pinmatrix-<pid>" or "pinmatrix_<pid>", if it is gone.
+bool owner_gone(const std::string &name)
 {
-	int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (append ? O_APPEND : O_TRUNC));
-	if (fd < 0) {
-		if (err)
-			*err = errno;
-		return false;
-	}
-	ssize_t n = ::write(fd, text.data(), text.size());
-	int e = errno;
-	::close(fd);
-	if (n != ssize_t(text.size())) {
-		if (err)
-			*err = n < 0 ? e : EIO;
-		return false;
-	}
-	return true;
+	const pid_t pid = std::atoi(name.c_str() + 10);
+	return pid > 0 && !pid_alive(pid);
+}
+
+// "group/event" of a dynamic event.
+std::string dynevent_name(struct tracefs_dynevent *event)
+{
+	char *system = nullptr, *name = nullptr;
+	tracefs_dynevent_info(event, &system, &name, nullptr, nullptr, nullptr);
+	std::string text = std::string(system ? system : "") + "/" + (name ? name : "");
+	std::free(system);
+	std::free(name);
+	return text;
+}
+
+dynevent_ptr alloc_probe(const probe_spec &spec, const std::string &group, const char *symbol, const char *args)
+{
+	return dynevent_ptr(spec.ret ? tracefs_kretprobe_alloc(group.c_str(), spec.role, symbol, args, 0)
+				     : tracefs_kprobe_alloc(group.c_str(), spec.role, symbol, args));
+}
+
+// 0, or the errno of the kernel's refusal.
+int create_probe(struct tracefs_dynevent *event)
+{
+	if (!event)
+		return errno ? errno : ENOMEM;
+	errno = 0;
+	if (!tracefs_dynevent_create(event))
+		return 0;
+	return errno ? errno : EIO;
 }
 
 // Async-signal-safe removal for a fatal signal: everything precomputed.
@@ -160,15 +216,13 @@ void copy(char *dst, size_t n, const std::string &s)
 
 std::optional<std::string> find_tracefs()
 {
-	for (const char *p : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"})
-		if (::access((std::string(p) + "/instances").c_str(), F_OK) == 0)
-			return std::string(p);
-	return std::nullopt;
-}
-
-bool trace_session::write(const std::string &file, const std::string &text, int *err) const
-{
-	return write_file(file, text, false, err);
+	// Only a tracefs that is mounted already: libtracefs would mount one.
+	const char *path = nullptr;
+	if (tracefs_tracing_dir_is_mounted(false, &path) <= 0 || !path)
+		return std::nullopt;
+	if (!tracefs_dir_exists(nullptr, "instances"))
+		return std::nullopt;
+	return std::string(path);
 }
 
 std::unique_ptr<trace_session> trace_session::start()
@@ -186,6 +240,8 @@ std::unique_ptr<trace_session> trace_session::start()
 		s->notes_.push_back("kernel tracing off (PINMATRIX_NO_TRACE)");
 		return s;
 	}
+	// Failures are the notes' to tell, not libtracefs's lines on stderr.
+	tracefs_set_loglevel(TEP_LOG_NONE);
 	try {
 		s->setup();
 	} catch (const std::exception &e) {
@@ -210,18 +266,17 @@ void trace_session::setup()
 
 	remove_dead_instances();
 	if (have_kprobes)
-		remove_dead_probes(kprobe_events);
+		remove_dead_probes();
 	create_instance();
-	arm_emergency_cleanup(kprobe_events);
+	arm_emergency_cleanup();
 	if (!have_kprobes)
 		notes_.push_back("no kprobe events here (" + kprobe_events +
 				 " absent or not writable: CONFIG_KPROBE_EVENTS, or not root): only the "
 				 "migrate: tracepoints are traced");
 	for (const auto &spec : specs)
-		probes_.push_back(have_kprobes ? place_probe(spec, kprobe_events)
-					       : probe_status{spec.role, "", false, "no kprobe events"});
+		probes_.push_back(have_kprobes ? place_probe(spec) : probe_status{spec.role, "", false, "no kprobe events"});
 	enable_events();
-	available_ = !placed_events_.empty() || !tracepoints_.empty();
+	available_ = !placed_.empty() || !tracepoints_.empty();
 	if (!available_)
 		notes_.push_back("kernel trace unavailable: no probe and no tracepoint could be enabled");
 }
@@ -229,60 +284,53 @@ void trace_session::setup()
 // Leftovers of runs that were killed: their instance (its pid is gone).
 void trace_session::remove_dead_instances()
 {
-	std::error_code ec;
-	for (const auto &d : fs::directory_iterator(tracefs_ + "/instances", ec)) {
-		const std::string n = d.path().filename();
-		if (n.rfind("pinmatrix-", 0) != 0)
+	// A POSIX basic regex (regcomp without REG_EXTENDED): no "+".
+	name_list names(tracefs_instances("^pinmatrix-[0-9][0-9]*$"));
+	for (char **n = names.get(); n && *n; n++) {
+		if (!owner_gone(*n))
 			continue;
-		const pid_t pid = std::atoi(n.c_str() + 10);
-		if (pid <= 0 || pid_alive(pid))
+		instance_ptr dead(tracefs_instance_alloc(nullptr, *n));
+		if (!dead)
 			continue;
-		write(d.path().string() + "/tracing_on", "0");
-		write(d.path().string() + "/events/enable", "0");
-		if (!::rmdir(d.path().c_str()))
-			cleaned_.push_back("instance " + n);
+		tracefs_trace_off(dead.get());
+		tracefs_event_disable(dead.get(), nullptr, nullptr);
+		if (!tracefs_instance_destroy(dead.get()))
+			cleaned_.push_back("instance " + std::string(*n));
 	}
 }
 
-// ... and their probes.
-void trace_session::remove_dead_probes(const std::string &kprobe_events)
+// ... and their probes (group pinmatrix_<pid>).
+void trace_session::remove_dead_probes()
 {
-	std::istringstream lines(read_text_file(kprobe_events));
-	for (std::string line; std::getline(lines, line);) {
-		const size_t colon = line.find(':'), space = line.find(' ');
-		if (colon == std::string::npos || space == std::string::npos || space < colon)
+	dynevent_list all(tracefs_dynevent_get_all(kprobe_types, nullptr));
+	for (struct tracefs_dynevent **e = all.get(); e && *e; e++) {
+		const std::string name = dynevent_name(*e);
+		if (name.rfind("pinmatrix_", 0) != 0 || !owner_gone(name))
 			continue;
-		const std::string event = line.substr(colon + 1, space - colon - 1);
-		if (event.rfind("pinmatrix_", 0) != 0)
-			continue;
-		const pid_t pid = std::atoi(event.c_str() + 10);
-		if (pid <= 0 || pid_alive(pid))
-			continue;
-		if (write_file(kprobe_events, "-:" + event, true, nullptr))
-			cleaned_.push_back("probe " + event);
+		if (!tracefs_dynevent_destroy(*e, true))
+			cleaned_.push_back("probe " + name);
 	}
 }
 
 void trace_session::create_instance()
 {
-	instance_ = tracefs_ + "/instances/pinmatrix-" + std::to_string(owner_);
+	const std::string name = "pinmatrix-" + std::to_string(owner_);
 	group_ = "pinmatrix_" + std::to_string(owner_);
-	if (::mkdir(instance_.c_str(), 0755) && errno != EEXIST) {
-		const int err = errno;
-		instance_.clear();
-		throw std::runtime_error("cannot create a tracefs instance: " + errno_text(err));
-	}
-	write(instance_ + "/tracing_on", "0");
+	inst_.reset(tracefs_instance_create(name.c_str()));
+	if (!inst_)
+		throw std::runtime_error("cannot create a tracefs instance: " + errno_text(errno));
+	instance_ = tracefs_ + "/instances/" + name;
+	tracefs_trace_off(inst_.get());
 }
 
 // Disarmed in stop(); children of fork() inherit it and do nothing.
-void trace_session::arm_emergency_cleanup(const std::string &kprobe_events) const
+void trace_session::arm_emergency_cleanup() const
 {
 	emergency.owner = owner_;
 	copy(emergency.tracing_on, sizeof(emergency.tracing_on), instance_ + "/tracing_on");
 	copy(emergency.events_enable, sizeof(emergency.events_enable), instance_ + "/events/enable");
 	copy(emergency.instance, sizeof(emergency.instance), instance_);
-	copy(emergency.kprobe_events, sizeof(emergency.kprobe_events), kprobe_events);
+	copy(emergency.kprobe_events, sizeof(emergency.kprobe_events), tracefs_ + "/kprobe_events");
 	emergency.n = 0;
 	if (emergency_armed)
 		return;
@@ -299,24 +347,25 @@ void trace_session::arm_emergency_cleanup(const std::string &kprobe_events) cons
 }
 
 // The first of the spec's symbols this kernel lets us probe.
-probe_status trace_session::place_probe(const probe_spec &spec, const std::string &kprobe_events)
+probe_status trace_session::place_probe(const probe_spec &spec)
 {
 	probe_status st{spec.role, "", false, spec.what};
 	std::string tried;
 	for (const char *sym : spec.symbols) {
-		const std::string event = group_ + "/" + spec.role;
-		const std::string head = std::string(spec.ret ? "r" : "p") + ":" + event + " " + sym;
-		int err = 0;
+		dynevent_ptr event = alloc_probe(spec, group_, sym, spec.args);
+		int err = create_probe(event.get());
 		// $argN needs CONFIG_HAVE_FUNCTION_ARG_ACCESS_API: without it, the bare probe.
-		bool ok = write_file(kprobe_events, head + " " + spec.args, true, &err);
-		if (!ok && err == EINVAL)
-			ok = write_file(kprobe_events, head, true, &err);
-		if (ok) {
+		if (err == EINVAL) {
+			event = alloc_probe(spec, group_, sym, nullptr);
+			err = create_probe(event.get());
+		}
+		if (!err) {
 			st.symbol = sym;
 			st.placed = true;
-			placed_events_.push_back(event);
 			if (emergency.n < 16)
-				copy(emergency.removals[emergency.n++], sizeof(emergency.removals[0]), "-:" + event);
+				copy(emergency.removals[emergency.n++], sizeof(emergency.removals[0]),
+				     "-:" + group_ + "/" + spec.role);
+			placed_.push_back(std::move(event));
 			return st;
 		}
 		tried += (tried.empty() ? "" : ", ") + std::string(sym) + " " + errno_symbol(err);
@@ -329,17 +378,16 @@ probe_status trace_session::place_probe(const probe_spec &spec, const std::strin
 // Our probes and the migrate: tracepoints, in our instance only.
 void trace_session::enable_events()
 {
-	if (!placed_events_.empty()) {
-		int err = 0;
-		if (!write(instance_ + "/events/" + group_ + "/enable", "1", &err))
-			notes_.push_back("cannot enable the probes in our instance: " + errno_text(err));
-	}
-	for (const char *tp : tracepoints) {
-		int err = 0;
-		if (write(instance_ + "/events/" + tp + "/enable", "1", &err))
-			tracepoints_.push_back(tp);
+	if (!placed_.empty() && tracefs_event_enable(inst_.get(), group_.c_str(), nullptr))
+		notes_.push_back("cannot enable the probes in our instance: " + errno_text(errno));
+	for (const auto &tp : tracepoints) {
+		const std::string name = std::string(tp.system) + "/" + tp.event;
+		if (!tracefs_event_file_exists(inst_.get(), tp.system, tp.event, "enable"))
+			notes_.push_back("tracepoint " + name + " skipped: not in this kernel");
+		else if (tracefs_event_enable(inst_.get(), tp.system, tp.event))
+			notes_.push_back("tracepoint " + name + " skipped: " + errno_text(errno));
 		else
-			notes_.push_back(std::string("tracepoint ") + tp + " skipped: " + errno_text(err));
+			tracepoints_.push_back(name);
 	}
 }
 
@@ -353,22 +401,14 @@ void trace_session::stop()
 	if (stopped_ || getpid() != owner_)
 		return;	// a forked child must not tear down its parent's session
 	stopped_ = true;
-	if (!instance_.empty()) {
-		write(instance_ + "/tracing_on", "0");
-		write(instance_ + "/events/enable", "0");
-		if (!remove_instance(instance_.c_str()))
+	if (inst_) {
+		tracefs_trace_off(inst_.get());
+		tracefs_event_disable(inst_.get(), nullptr, nullptr);
+		if (!remove_when_not_busy([this] { return !tracefs_instance_destroy(inst_.get()); }))
 			notes_.push_back("could not remove " + instance_ + ": " + errno_text(errno));
+		inst_.reset();
 	}
-	const std::string kprobe_events = tracefs_ + "/kprobe_events";
-	for (const auto &e : placed_events_)
-		remove_probe(kprobe_events.c_str(), ("-:" + e).c_str());
-	if (!placed_events_.empty()) {
-		// Check: nothing of ours may stay behind.
-		const std::string left = read_text_file(kprobe_events);
-		if (left.find(group_ + "/") != std::string::npos)
-			notes_.push_back("some probes of group " + group_ + " could not be removed");
-	}
-	placed_events_.clear();
+	remove_probes();
 	if (emergency_armed && emergency.owner == owner_) {
 		for (int i = 0; i < 3; i++) {
 			struct sigaction now{};
@@ -379,6 +419,19 @@ void trace_session::stop()
 		emergency_armed = false;
 		emergency.owner = 0;
 	}
+}
+
+void trace_session::remove_probes()
+{
+	if (placed_.empty())
+		return;
+	for (const auto &e : placed_)
+		remove_when_not_busy([&e] { return !tracefs_dynevent_destroy(e.get(), false); });
+	placed_.clear();
+	// Check: nothing of ours may stay behind.
+	dynevent_list left(tracefs_dynevent_get_all(kprobe_types, group_.c_str()));
+	if (left && *left)
+		notes_.push_back("some probes of group " + group_ + " could not be removed");
 }
 
 std::vector<std::string> trace_session::missing_roles() const
@@ -419,19 +472,17 @@ void trace_session::follow(pid_t pid)
 		return;
 	// The pid list grows with every fork of a followed process
 	// (event-fork): set once, it covers all the run's case processes.
-	write(instance_ + "/set_event_pid", std::to_string(pid));
-	write(instance_ + "/options/event-fork", "1");
-	write(instance_ + "/tracing_on", "1");
+	tracefs_instance_file_write(inst_.get(), "set_event_pid", std::to_string(pid).c_str());
+	tracefs_option_enable(inst_.get(), TRACEFS_OPTION_EVENT_FORK);
+	tracefs_trace_on(inst_.get());
 }
 
 std::string trace_session::take() const
 {
 	std::string text;
-	if (!available_)
-		return text;
 	// A consuming read: what was taken is gone, so the next case starts
 	// empty without resetting the buffer (a reset waits for RCU).
-	unique_fd fd(::open((instance_ + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+	unique_fd fd(open_pipe());
 	if (!fd)
 		return text;
 	char buf[65536];
@@ -448,13 +499,13 @@ int trace_session::open_pipe() const
 {
 	if (!available_)
 		return -1;
-	return ::open((instance_ + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	return tracefs_instance_file_open(inst_.get(), "trace_pipe", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 }
 
 void trace_session::mark(const std::string &text) const
 {
 	if (available_)
-		write_file(instance_ + "/trace_marker", text, false, nullptr);
+		tracefs_instance_file_write(inst_.get(), "trace_marker", text.c_str());
 }
 
 } // namespace pinmatrix

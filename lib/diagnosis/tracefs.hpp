@@ -2,7 +2,7 @@
 #pragma once
 
 // Kernel traces of the registration path through tracefs alone (no extra
-// module): kprobe and kretprobe events on ib_umem_get, the long-term GUP
+// module), by libtracefs (the library trace-cmd uses): kprobe and kretprobe events on ib_umem_get, the long-term GUP
 // of this kernel (6.1 and 6.12 names) and migrate_pages, and the
 // migrate: tracepoints, in a tracefs instance of our own
 // (instances/pinmatrix-<pid>) so that other users of ftrace are not
@@ -16,7 +16,9 @@
 // SIGINT/SIGTERM/SIGHUP of the process that set it up, and what a killed
 // run left behind is removed by the next one (its pid is gone). A probe
 // this kernel cannot place is a note, not a failure; no tracefs at all
-// leaves a session that is not available(), with the reason.
+// leaves a session that is not available(), with the reason. The removal
+// on a fatal signal writes the files itself: libtracefs allocates, and a
+// signal handler may not.
 
 #include <sys/types.h>
 
@@ -26,6 +28,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+struct tracefs_instance;	// libtracefs
+struct tracefs_dynevent;
 
 namespace pinmatrix {
 
@@ -37,6 +42,12 @@ struct probe_status {
 };
 
 struct probe_spec;	// one kprobe the session places (tracefs.cpp)
+struct tracefs_instance_deleter {
+	void operator()(struct tracefs_instance *instance) const;
+};
+struct tracefs_dynevent_deleter {
+	void operator()(struct tracefs_dynevent *event) const;
+};
 
 class trace_session {
 public:
@@ -71,22 +82,23 @@ public:
 
 private:
 	trace_session() = default;
-	bool write(const std::string &file, const std::string &text, int *err = nullptr) const;
 	void setup();
 	void remove_dead_instances();
-	void remove_dead_probes(const std::string &kprobe_events);
+	void remove_dead_probes();
 	void create_instance();
-	void arm_emergency_cleanup(const std::string &kprobe_events) const;
-	probe_status place_probe(const probe_spec &spec, const std::string &kprobe_events);
+	void arm_emergency_cleanup() const;
+	probe_status place_probe(const probe_spec &spec);
 	void enable_events();
+	void remove_probes();
 
 	bool available_ = false;
 	bool stopped_ = false;
 	pid_t owner_ = 0;
 	std::string tracefs_, instance_, group_, release_;
+	std::unique_ptr<struct tracefs_instance, tracefs_instance_deleter> inst_;
 	int swp_pfn_bits_ = 0;
 	std::vector<probe_status> probes_;
-	std::vector<std::string> placed_events_;	// "group/event" to remove
+	std::vector<std::unique_ptr<struct tracefs_dynevent, tracefs_dynevent_deleter>> placed_;  // to remove
 	std::vector<std::string> tracepoints_;		// "migrate/mm_migrate_pages" enabled
 	std::vector<std::string> notes_;
 	std::vector<std::string> cleaned_;		// leftovers of dead runs removed
