@@ -105,6 +105,10 @@ tree=$out/build
 log=$tmp.log
 mkdir -p "$tree" "$out/patches"
 : > "$log"
+# A line every 30 s while it builds: time so far, the last build's, make's step.
+"$here/build-progress.sh" "$log" "$cache" "$pkg" "${fragments[@]##*/}" > /dev/null &
+progress=$!
+trap 'kill "$progress" 2>/dev/null; rm -rf "$tmp"' EXIT
 # Settings from the caller's environment would redirect or break the build.
 unset ARCH CROSS_COMPILE KBUILD_OUTPUT KCONFIG_CONFIG O
 kmake() { make -C "$tree" "$@" >> "$log" 2>&1 || { tail -n 30 "$log" >&2; die "make $* failed (log: $log)"; }; }
