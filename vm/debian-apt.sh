@@ -75,6 +75,28 @@ shift
 [[ -r $KEYRING ]] || die "$KEYRING missing (apt-get install debian-archive-keyring)"
 
 mkdir -p "$dir/lists/partial" "$dir/archives/partial"
+
+# One apt at a time on the private configuration (runs that prepare two
+# kernels at once share it): a run that must wait says so, and who holds
+# it, as the cache's other locks do (vm/cache_lock.hpp): the holder's line
+# is PID, since (epoch seconds), what, command line, tab-separated. Held
+# through the exec below (fd 9 stays open), released when apt ends.
+lock=$dir/pinmatrix.lock
+exec 9<>"$lock"
+if ! flock -n 9; then
+  while :; do
+    IFS=$'\t' read -r pid since _ command < "$lock" || true
+    if [[ $pid =~ ^[0-9]+$ && $since =~ ^[0-9]+$ ]]; then
+      holder="PID $pid ($command), for $(($(date +%s) - since)) s"
+    else
+      holder="a process that has not said who it is yet"
+    fi
+    echo "debian-apt: waiting for $dir: held by $holder ($lock)" >&2
+    flock -w 60 9 && break
+  done
+fi
+printf '%s\t%s\t%s\t%s\n' "$$" "$(date +%s)" "the private apt configuration" \
+  "$(tr '\0' ' ' < "/proc/$PPID/cmdline" 2>/dev/null | cut -c1-200)" > "$lock"
 sources=$dir/sources.list
 sources_lines "${SUITES[@]}" "${SECURITY_SUITES[@]}" > "$sources.tmp"
 mv -f "$sources.tmp" "$sources"

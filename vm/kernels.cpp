@@ -249,6 +249,18 @@ kernel_spec parse_kernel_spec(const std::string &text)
 	return k;
 }
 
+std::string kernel_lock_name(const kernel_spec &spec)
+{
+	std::string identity = spec.source + "\n" + spec.abi + "\n" + spec.series;
+	if (!spec.user_dir.empty())
+		identity += "\ndir " + fs::absolute(spec.user_dir).string();
+	for (const auto &f : spec.fragments)
+		identity += "\nfragment " + fs::absolute(f).string();
+	for (const auto &p : spec.patches)
+		identity += "\npatch " + fs::absolute(p).string();
+	return "kernel-" + content_hash(identity);
+}
+
 std::string guest_kernel::describe() const
 {
 	std::string d = spec.source + " " + release;

@@ -32,6 +32,12 @@ struct kernel_spec {
 // done), "debs:<dir>" (a kernel's image and headers .debs). Throws usage_error.
 kernel_spec parse_kernel_spec(const std::string &text);
 
+// The name of the cache lock a kernel's preparation holds
+// (vm/cache_lock.hpp): one per kernel as specified (source, ABI, series,
+// fragments, patches, directory), so that two runs wanting one kernel take
+// turns and runs wanting different kernels do not wait on each other.
+std::string kernel_lock_name(const kernel_spec &spec);
+
 // The named builds and their fragments, for --help and error messages.
 struct named_build {
 	const char *name;	// "" is plain `build`

@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +41,7 @@
 #include "unique_fd.hpp"
 #include "user_input.hpp"
 #include "bench_vm.hpp"
+#include "cache_lock.hpp"
 
 namespace pinmatrix {
 
@@ -64,21 +64,6 @@ std::string self_exe()
 {
 	return fs::read_symlink("/proc/self/exe").string();
 }
-
-// Serialises preparation of the shared cache between concurrent runs.
-class cache_lock {
-public:
-	explicit cache_lock(const fs::path &cache)
-	{
-		fs::create_directories(cache);
-		fd_.reset(::open((cache / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-		if (!fd_ || flock(fd_.get(), LOCK_EX))
-			throw last_sys_error("lock " + (cache / ".lock").string());
-	}
-
-private:
-	unique_fd fd_;
-};
 
 // QEMU, started by us and killed only by its PID. QEMU writes its PID to
 // pid_file (-pidfile) for whoever must find it; the file goes when it ends.
@@ -553,7 +538,8 @@ struct prepared_guest {
 std::optional<std::string> prepare_guest(const group_spec &g, json &doc, prepared_guest &p)
 {
 	try {
-		cache_lock lock(g.cache);
+		cache_entry_lock kernel_lock(g.cache, kernel_lock_name(g.kernel), "kernel '" + g.kernel.name + "'",
+					     std::cerr);
 		p.kernel = prepare_kernel(g.kernel, g.cache);
 		doc["kernel"]["release"] = p.kernel.release;
 		doc["kernel"]["describe"] = p.kernel.describe();
@@ -569,6 +555,8 @@ std::optional<std::string> prepare_guest(const group_spec &g, json &doc, prepare
 		}
 		if (auto cannot = unmet_kconfig(*g.boot, p.kernel.config, p.kernel.release))
 			return cannot;
+		cache_entry_lock entry_lock(g.cache, "entry-" + p.kernel.dir.filename().string(),
+					    "the test modules and initramfs of " + p.kernel.dir.string(), std::cerr);
 		p.modules = prepare_modules(p.kernel, g.cache);
 		p.initrd = prepare_initramfs(p.kernel, g.cache);
 		return std::nullopt;
@@ -1196,7 +1184,7 @@ int build_kernel(const std::string &spec_text, const std::vector<fs::path> &patc
 		throw usage_error("--patch applies to build kernels only");
 	spec.patches = patches;
 	require_writable_dir(cache, "--cache");
-	cache_lock lock(cache);
+	cache_entry_lock lock(cache, kernel_lock_name(spec), "kernel '" + spec.name + "'", std::cerr);
 	const auto k = prepare_kernel(spec, cache);
 	std::cout << k.dir.string() << "\n";
 	return 0;

@@ -240,11 +240,11 @@ struct scratch {
 		return dir / "image";
 	}
 	// A matrix of the stub image on two boots whose groups cannot be
-	// prepared (the cache DIR/cache's .lock is a directory): nothing boots.
+	// prepared (the cache DIR/cache's locks/ is a file): nothing boots.
 	fs::path unpreparable_matrix() const
 	{
 		stub_image();
-		fs::create_directories(dir / "cache/.lock");
+		write("cache/locks", "");
 		return write("m.toml", "[kernels.img]\nsource = \"image\"\ndir = \"image\"\n"
 				       "[[run]]\nkernel = \"img\"\nboots = [\"ordinary\", \"movable\"]\n");
 	}
@@ -385,7 +385,7 @@ TEST(Cli, EmptyKernelNamesAreRefusedBeforeAnythingIsWritten)
 }
 
 // A group whose preparation fails (here the cache's lock cannot be taken:
-// its .lock is a directory) is that group's SKIP with the reason, in
+// its locks/ is a file) is that group's SKIP with the reason, in
 // results.json and the reports, and the matrix goes on to the next group:
 // not exit 2 with an empty --out (issue 13, item 2).
 TEST(Cli, MatrixGroupThatCannotBePreparedIsASkipWithTheReason)
@@ -396,7 +396,7 @@ TEST(Cli, MatrixGroupThatCannotBePreparedIsASkipWithTheReason)
 	auto r = run_pinmatrix("vm --matrix " + m.string() + " --out " + out.string() + " --cache " + cache.string() +
 			       " --cases D");
 	EXPECT_EQ(r.exit_code, 4) << r.output;
-	const std::string why = "lock " + (cache / ".lock").string() + ": Is a directory";
+	const std::string why = "lock " + (cache / "locks").string() + ": Not a directory";
 	EXPECT_NE(r.output.find("img / ordinary: skip (cannot prepare kernel 'img': " + why), std::string::npos)
 		<< r.output;
 	EXPECT_NE(r.output.find("img / movable: skip"), std::string::npos) << r.output;
@@ -430,7 +430,7 @@ TEST(Cli, MatrixStreamsKtapWithOneSubtestPerGroup)
 	EXPECT_EQ(r.exit_code, 4) << r.output;
 	std::ifstream ktap(out / "results.ktap");
 	EXPECT_EQ(r.output, std::string(std::istreambuf_iterator<char>(ktap), std::istreambuf_iterator<char>()));
-	const std::string why = "cannot prepare kernel 'img': lock " + (cache / ".lock").string() + ": Is a directory";
+	const std::string why = "cannot prepare kernel 'img': lock " + (cache / "locks").string() + ": Not a directory";
 	const std::vector<std::string> lines = {
 		"KTAP version 1\n1..2\n",
 		"\n  KTAP version 1\n  # Subtest: img unknown kernel (ordinary)\n  1..2\n",
