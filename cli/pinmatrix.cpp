@@ -289,6 +289,9 @@ subcommand add_vm(CLI::App &app)
 		->excludes(kernel)
 		->excludes(patch)
 		->excludes(boot);
+	cmd->add_option("--jobs", vm->jobs,
+			"--matrix: guests at once (default: as many as the host's cores and memory hold)")
+		->check(whole_number(1, 64));
 	add_vm_guest_options(cmd, *vm, *cases);
 	add_format_option(cmd, vm->format);
 	return {cmd, [vm, cases, cmd, placement] {

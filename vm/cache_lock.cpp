@@ -71,7 +71,9 @@ std::string lock_holder_text(const std::string &line, long now)
 		return "a process that has not said who it is yet";
 	const std::string pid = m[1];
 	std::string text = "PID " + pid;
-	if (!m[3].str().empty())
+	if (pid == std::to_string(getpid()))
+		text += " (another guest of this run)";
+	else if (!m[3].str().empty())
 		text += " (" + m[3].str() + ")";
 	return text + ", for " + duration_text(now - std::stol(m[2]));
 }

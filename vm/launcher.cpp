@@ -15,6 +15,7 @@
 #include <iostream>
 #include <numeric>
 #include <map>
+#include <mutex>
 #include <set>
 #include <regex>
 #include <sstream>
@@ -42,6 +43,7 @@
 #include "user_input.hpp"
 #include "bench_vm.hpp"
 #include "cache_lock.hpp"
+#include "parallel_groups.hpp"
 
 namespace pinmatrix {
 
@@ -63,6 +65,14 @@ std::string shell_quote(const std::string &s)
 std::string self_exe()
 {
 	return fs::read_symlink("/proc/self/exe").string();
+}
+
+// One line for people on stdout, whole even while guests run side by side.
+void say_line(const std::string &line)
+{
+	static std::mutex lines;
+	std::lock_guard lock(lines);
+	std::cout << line << std::endl;
 }
 
 // QEMU, started by us and killed only by its PID. QEMU writes its PID to
@@ -313,6 +323,7 @@ struct group_spec {
 	fs::path ssh_key;
 	bool bench = false;	// pinmatrix_bench after the cases (benchmarks/)
 	std::string bench_args;
+	std::string label;	// before its lines while other guests run beside it
 };
 
 struct group_outcome {
@@ -819,9 +830,11 @@ group_outcome run_group(const group_spec &g, const group_progress &progress)
 	const std::string cmdline = guest_cmdline(guest.kernel.dir, g);
 	const qmp_socket qmp;
 	const auto argv = qemu_argv(g, guest, cmdline, memory, qmp);
-	std::cout << "pinmatrix vm: booting " << guest.kernel.describe() << " (" << g.boot->name << ": "
-		  << (append.empty() ? "no extra parameters" : append) << ", " << memory << " MiB, " << g.cpus
-		  << (g.cpus == 1 ? " vCPU" : " vCPUs") << ", TCG)" << std::endl;
+	std::ostringstream booting;
+	booting << "pinmatrix vm: " << g.label << "booting " << guest.kernel.describe() << " (" << g.boot->name
+		<< ": " << (append.empty() ? "no extra parameters" : append) << ", " << memory << " MiB, " << g.cpus
+		<< (g.cpus == 1 ? " vCPU" : " vCPUs") << ", TCG)";
+	say_line(booting.str());
 	const qemu_run q = boot_guest(g, argv, qmp, watch_guest(doc, guest_dir, progress));
 	const auto job_status = guest_job_exit(g.out);
 	ended = how_it_ended(q, job_status, g.timeout_s);
@@ -861,37 +874,39 @@ void summarize_into(json &doc)
 }
 
 // "  [3/36] C: PASS", "  [4/36] movable-mlock: SKIP - why": a case the
-// guest finished, as the guest's own console says it.
-void print_case_progress(size_t i, size_t total, const json &c)
+// guest finished, as the guest's own console says it; after the group's
+// label while other guests run beside it.
+void print_case_progress(size_t i, size_t total, const json &c, const std::string &label)
 {
 	std::string verdict = c.value("verdict", "error");
 	for (auto &ch : verdict)
 		ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
 	const std::string reason = c.value("reason", "");
-	std::cout << "  [" << i + 1 << "/" << total << "] " << c.value("id", "?") << ": " << verdict
-		  << (reason.empty() ? "" : " - " + reason) << std::endl;
+	say_line("  " + label + "[" + std::to_string(i + 1) + "/" + std::to_string(total) + "] " + c.value("id", "?") +
+		 ": " + verdict + (reason.empty() ? "" : " - " + reason));
 }
 
 // What a person and a runner see while a guest runs (watch_guest()): each
 // case's progress line as the guest's results.json gains it, and, with
 // --format ktap, the KTAP document on stdout as it grows, then the cases
 // the host's merge decides (those the guest never reached); with ktap the
-// people's lines go to stderr.
+// people's lines go to stderr. While guests run side by side (not live),
+// a group's KTAP comes whole once it and the groups before it have ended.
 class guest_ktap {
 public:
-	guest_ktap(const std::string &format, ktap_plan plan)
+	guest_ktap(const std::string &format, ktap_plan plan, bool live = true) : live_(live)
 	{
 		if (streams_ktap(format))
 			console_.emplace(std::move(plan));
 	}
-	// total: the cases the group plans.
-	group_progress progress(size_t total)
+	// total: the cases the group plans; label: before each line.
+	group_progress progress(size_t total, const std::string &label = "")
 	{
-		return [this, total](const json &doc) {
+		return [this, total, label, shown = size_t(0)](const json &doc) mutable {
 			const auto &cases = doc["cases"];
-			for (; shown_ < cases.size(); shown_++)
-				print_case_progress(shown_, total, cases[shown_]);
-			if (console_)
+			for (; shown < cases.size(); shown++)
+				print_case_progress(shown, total, cases[shown], label);
+			if (console_ && live_)
 				streamed_ += console_->stream().records(doc, streamed_);
 		};
 	}
@@ -905,7 +920,7 @@ public:
 	{
 		if (console_)
 			console_->stream().records(doc, streamed_);
-		streamed_ = shown_ = 0;
+		streamed_ = 0;
 	}
 	void end_group(const json &entry)
 	{
@@ -920,8 +935,8 @@ public:
 
 private:
 	std::optional<ktap_console> console_;
+	bool live_;
 	size_t streamed_ = 0;	// of the group's cases, in KTAP
-	size_t shown_ = 0;	// of the group's cases, as progress lines
 };
 
 size_t sum(const std::vector<size_t> &sizes)
@@ -1103,46 +1118,106 @@ void print_matrix(const json &merged, double wall_s, const fs::path &results)
 		    wall_s, results.c_str());
 }
 
+// A matrix run: its groups, where it writes, what it has merged so far.
+struct matrix_run {
+	std::vector<group_spec> groups;
+	std::vector<std::vector<size_t>> plan_sizes;	// per group, its suites' case counts
+	fs::path out;
+	json merged;
+};
+
+// "[group 3/8] debian-6.12 / movable": where the matrix is.
+std::string group_line(const matrix_run &m, size_t k)
+{
+	return "[group " + std::to_string(k + 1) + "/" + std::to_string(m.groups.size()) + "] " +
+	       m.groups[k].kernel.name + " / " + m.groups[k].boot->name;
+}
+
+// A group's end, in the matrix's order: merged, reported, said.
+void finish_group(matrix_run &m, size_t k, group_outcome &outcome, guest_ktap &ktap)
+{
+	const auto &g = m.groups[k];
+	merge_group(g, outcome, m.out, m.merged);
+	ktap.rest_of(outcome.doc);
+	ktap.end_group(m.merged["groups"].back());
+	write_json_atomically(m.out / "results.json", m.merged);
+	say_line("  " + g.kernel.name + " / " + g.boot->name + ": " + outcome.doc["verdict"].get<std::string>() +
+		 (outcome.ended.empty() ? "" : " (" + outcome.ended + ")"));
+}
+
+// One guest at a time: each case's KTAP as it ends.
+void run_groups_one_at_a_time(matrix_run &m, guest_ktap &ktap)
+{
+	for (size_t k = 0; k < m.groups.size(); k++) {
+		say_line("pinmatrix vm: " + group_line(m, k));
+		auto outcome = run_group(m.groups[k], ktap.progress(sum(m.plan_sizes[k])));
+		finish_group(m, k, outcome, ktap);
+	}
+}
+
+// Up to `at_once` guests side by side, each group's lines after its label;
+// merged, reported and streamed in the matrix's order.
+void run_groups_side_by_side(matrix_run &m, guest_ktap &ktap, unsigned at_once)
+{
+	std::vector<group_progress> progress;
+	for (size_t k = 0; k < m.groups.size(); k++) {
+		m.groups[k].label = "[" + m.groups[k].kernel.name + " / " + m.groups[k].boot->name + "] ";
+		progress.push_back(ktap.progress(sum(m.plan_sizes[k]), m.groups[k].label));
+	}
+	run_in_order<group_outcome>(
+		m.groups.size(), at_once, [&](size_t k) { say_line("pinmatrix vm: " + group_line(m, k)); },
+		[&](size_t k) { return run_group(m.groups[k], progress[k]); },
+		[&](size_t k, group_outcome &outcome) { finish_group(m, k, outcome, ktap); });
+}
+
+// Guests at once for this matrix: --jobs, else what the host holds (why).
+unsigned matrix_guests_at_once(const vm_options &opt, const std::vector<group_spec> &groups, std::string &why)
+{
+	std::vector<unsigned> memory, cpus;
+	for (const auto &g : groups) {
+		memory.push_back(g.memory_mib ? g.memory_mib : g.boot->memory_mib);
+		cpus.push_back(g.cpus);
+	}
+	return guests_at_once(opt.jobs, memory, cpus, this_host(), why);
+}
+
 int run_matrix_file(const vm_options &opt)
 {
-	const auto groups = matrix_groups(opt);
-	const fs::path out = fs::absolute(opt.out);
-	fs::create_directories(out);
-	fs::remove(out / "results.json");
-	json merged = {{"schema", results_schema},
-		       {"matrix", fs::absolute(opt.matrix).string()},
-		       {"groups", json::array()},
-		       {"cases", json::array()}};
+	matrix_run m;
+	m.groups = matrix_groups(opt);
+	m.out = fs::absolute(opt.out);
+	fs::create_directories(m.out);
+	fs::remove(m.out / "results.json");
+	m.merged = {{"schema", results_schema},
+		    {"matrix", fs::absolute(opt.matrix).string()},
+		    {"groups", json::array()},
+		    {"cases", json::array()}};
 	ktap_plan plan{true, {}};
-	for (const auto &g : groups)
+	for (const auto &g : m.groups)
 		plan.groups.push_back(group_suite_sizes(g));
-	const auto plan_sizes = plan.groups;
-	guest_ktap ktap(opt.format, std::move(plan));
-	ktap.header(merged);
+	m.plan_sizes = plan.groups;
+	std::string why;
+	const unsigned at_once = matrix_guests_at_once(opt, m.groups, why);
+	guest_ktap ktap(opt.format, std::move(plan), at_once == 1);
+	ktap.header(m.merged);
+	say_line("pinmatrix vm: " + std::to_string(m.groups.size()) + " groups, " + std::to_string(at_once) +
+		 (at_once == 1 ? " guest" : " guests") + " at a time (" + why + ")");
 	const auto t0 = std::chrono::steady_clock::now();
-	for (size_t k = 0; k < groups.size(); k++) {
-		const auto &g = groups[k];
-		std::cout << "pinmatrix vm: [group " << k + 1 << "/" << groups.size() << "] " << g.kernel.name << " / "
-			  << g.boot->name << std::endl;
-		auto outcome = run_group(g, ktap.progress(sum(plan_sizes[k])));
-		merge_group(g, outcome, out, merged);
-		ktap.rest_of(outcome.doc);
-		ktap.end_group(merged["groups"].back());
-		write_json_atomically(out / "results.json", merged);
-		std::cout << "  " << g.kernel.name << " / " << g.boot->name << ": "
-			  << outcome.doc["verdict"].get<std::string>()
-			  << (outcome.ended.empty() ? "" : " (" + outcome.ended + ")") << std::endl;
-	}
+	if (at_once == 1)
+		run_groups_one_at_a_time(m, ktap);
+	else
+		run_groups_side_by_side(m, ktap, at_once);
 	const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-	merged["wall_s"] = wall_s;
-	ktap.end(merged);
-	write_json_atomically(out / "results.json", merged);
-	write_reports(out, merged);
-	print_matrix(merged, wall_s, out / "results.json");
+	m.merged["wall_s"] = wall_s;
+	m.merged["guests_at_once"] = at_once;
+	ktap.end(m.merged);
+	write_json_atomically(m.out / "results.json", m.merged);
+	write_reports(m.out, m.merged);
+	print_matrix(m.merged, wall_s, m.out / "results.json");
 	std::vector<std::string> alarms;
-	if (merged.contains("kernel_log"))
-		alarms = merged["kernel_log"]["alarms"].get<std::vector<std::string>>();
-	return with_kernel_alarms(exit_code(summarize_json(merged["cases"])), alarms);
+	if (m.merged.contains("kernel_log"))
+		alarms = m.merged["kernel_log"]["alarms"].get<std::vector<std::string>>();
+	return with_kernel_alarms(exit_code(summarize_json(m.merged["cases"])), alarms);
 }
 
 } // namespace
@@ -1172,6 +1247,8 @@ int run_vm(const vm_options &opt)
 		throw usage_error("--bench-args goes with --bench");
 	if (opt.bench && (!opt.guest_cmd.empty() || !opt.matrix.empty() || opt.ssh_port))
 		throw usage_error("--bench excludes --guest-cmd, --matrix and --ssh-port");
+	if (opt.jobs && opt.matrix.empty())
+		throw usage_error("--jobs goes with --matrix (guests at once)");
 	if (opt.bench)
 		bench::bench_binary(); // there, before anything is written
 	return opt.matrix.empty() ? run_single(opt) : run_matrix_file(opt);

@@ -47,6 +47,9 @@ struct vm_options {
 	// end, one subtest per suite (and per group with a matrix), people's
 	// lines on stderr (reports/ktap.hpp).
 	std::string format = "text";
+	// --matrix: guests at once; 0: as many as the host's cores and
+	// memory hold (vm/parallel_groups.hpp).
+	unsigned jobs = 0;
 };
 
 // Returns the exit code (see cli/pinmatrix.cpp). Throws usage_error for bad

@@ -118,6 +118,9 @@ def cli_inputs(w):
         add("vm-memory-" + (v or "empty"), *vm, "--memory", v)
     for v in ("0", "9", "x", "-1"):
         add("vm-cpus-" + v, *vm, "--cpus", v)
+    for v in ("0", "65", "x", "-1", ""):
+        add("vm-jobs-" + (v or "empty"), *vm, "--jobs", v)
+    add("vm-jobs-without-matrix", *vm, "--jobs", "2")
     for v in ("0", "-5", "abc", "2147483648"):
         add("vm-timeout-" + v, *vm, "--timeout", v)
         add("vm-case-timeout-" + v, *vm, "--case-timeout", v)

@@ -145,6 +145,8 @@ TEST(CacheLockHolder, SaysPidCommandAndHowLong)
 {
 	EXPECT_EQ(lock_holder_text("4242\t1000\tkernel 'build'\tpinmatrix vm --kernel build", 1190),
 		  "PID 4242 (pinmatrix vm --kernel build), for 3m10s");
+	EXPECT_EQ(lock_holder_text(std::to_string(getpid()) + "\t1000\tkernel 'build'\tpinmatrix vm --matrix m", 1000),
+		  "PID " + std::to_string(getpid()) + " (another guest of this run), for 0m00s");
 	EXPECT_EQ(lock_holder_text("", 1190), "a process that has not said who it is yet");
 	EXPECT_EQ(lock_holder_text("garbage", 1190), "a process that has not said who it is yet");
 }

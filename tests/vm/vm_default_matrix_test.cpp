@@ -207,3 +207,55 @@ TEST_F(VmDefaultMatrix, EveryKernelRanTheSuitesInItsOrdinaryBoot)
 		EXPECT_EQ(fork, 2);
 	}
 }
+
+// The guests ran side by side (as many as the host holds: 2 on CI's 2
+// cores), each group's serial log its own guest's alone, and the results
+// merged in the matrix's order as they are serially.
+TEST_F(VmDefaultMatrix, GuestsRanSideBySideEachWithItsOwnSerialLog)
+{
+	ASSERT_TRUE(doc_.contains("guests_at_once")) << run_.output;
+	if (doc_["guests_at_once"] == 1)
+		GTEST_SKIP() << "one guest at a time on this host: " << run_.output.substr(0, 300);
+	EXPECT_NE(run_.output.find("pinmatrix vm: 12 groups, " + doc_["guests_at_once"].dump() + " guests at a time ("),
+		  std::string::npos)
+		<< run_.output;
+	const fs::path dir = fs::path(PINMATRIX_TEST_OUT) / "default-matrix";
+	// When each booted group's cases started (1 s resolution), in matrix order.
+	std::vector<std::pair<std::string, std::string>> spans;	// first, last
+	for (const auto &g : doc_["groups"]) {
+		const std::string kernel = g["kernel"]["name"], placement = g["boot"]["placement"];
+		const auto cases = cases_of(doc_, kernel, placement);
+		if (cases.empty() || cases[0]["verdict"] == "skip")
+			continue;	// refused before a boot
+		SCOPED_TRACE(kernel + "/" + placement);
+		std::string first = cases[0]["started_at"], last = first;
+		for (const auto &c : cases) {
+			first = std::min(first, c["started_at"].get<std::string>());
+			last = std::max(last, c["started_at"].get<std::string>());
+		}
+		spans.emplace_back(first, last);
+		// Its serial log: one guest's run line, naming its own kernel and boot.
+		std::ifstream in(dir / g["dir"].get<std::string>() / "serial.log");
+		const std::string serial((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+		size_t runs = 0;
+		for (size_t at = 0; (at = serial.find("\npinmatrix: ", at)) != std::string::npos; at++)
+			runs += serial.find(" cases on ", at) < serial.find('\n', at + 1);
+		EXPECT_EQ(runs, 1u) << serial.substr(0, 2000);
+		const std::string release = g["kernel"]["release"], append = g["boot"]["append"];
+		EXPECT_NE(serial.find(" cases on " + release + " ("), std::string::npos) << serial.substr(0, 2000);
+		if (!append.empty()) {
+			EXPECT_NE(serial.find(append + ")"), std::string::npos) << serial.substr(0, 2000);
+		}
+	}
+	// Some later group's first case began before an earlier one's last.
+	bool overlapped = false;
+	for (size_t i = 0; i < spans.size(); i++)
+		for (size_t j = i + 1; j < spans.size(); j++)
+			overlapped = overlapped || spans[j].first < spans[i].second;
+	EXPECT_TRUE(overlapped) << "no two guests' cases ran at once\n" << run_.output;
+	// The merge keeps the matrix's order (matrix/default.toml's runs).
+	ASSERT_GE(doc_["groups"].size(), 2u);
+	EXPECT_EQ(doc_["groups"][0]["kernel"]["name"], "debian-6.1");
+	EXPECT_EQ(doc_["groups"][0]["boot"]["placement"], "ordinary");
+	EXPECT_EQ(doc_["groups"][1]["boot"]["placement"], "movable");
+}
