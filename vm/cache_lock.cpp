@@ -92,13 +92,17 @@ cache_entry_lock::cache_entry_lock(const fs::path &cache, const std::string &nam
 	fd_.reset(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
 	if (!fd_)
 		throw last_sys_error("lock " + file.string());
+	// A wait of a moment (another guest of a matrix finding its kernel
+	// cached) is not worth a line: the first comes after a second.
+	const auto waiting_since = std::chrono::steady_clock::now();
 	const long since = now_seconds();
 	long said = -1;
 	while (flock(fd_.get(), LOCK_EX | LOCK_NB)) {
 		if (errno != EWOULDBLOCK)
 			throw last_sys_error("lock " + file.string());
 		const long now = now_seconds();
-		if (said < 0 || now - said >= 60) {
+		const bool a_second = std::chrono::steady_clock::now() - waiting_since >= std::chrono::seconds(1);
+		if ((said < 0 && a_second) || (said >= 0 && now - said >= 60)) {
 			say << "pinmatrix: " << (said < 0 ? "waiting" : "still waiting (" + duration_text(now - since) + ")")
 			    << " for " << what << ": held by " << lock_holder_text(read_holder(file), now) << " ("
 			    << file.string() << ")" << std::endl;

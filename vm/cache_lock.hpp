@@ -4,7 +4,7 @@
 // A lock on one entry of the cache (a kernel; the test modules and the
 // initramfs of one kernel), so that runs preparing different entries go on
 // side by side and a kernel build (10-20 minutes) holds up only the runs
-// that need that kernel. A run that must wait says so at once, and every
+// that need that kernel. A run that must wait says so after a second, and every
 // minute: for what, and who holds it (PID, command line, since when).
 //
 // CACHE/locks/NAME.lock, flock(2)ed; its holder writes one line into it:
