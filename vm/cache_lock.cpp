@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <ctime>
+#include <optional>
 #include <ostream>
 #include <regex>
 #include <thread>
@@ -93,19 +94,20 @@ cache_entry_lock::cache_entry_lock(const fs::path &cache, const std::string &nam
 	if (!fd_)
 		throw last_sys_error("lock " + file.string());
 	// A wait of a moment (another guest of a matrix finding its kernel
-	// cached) is not worth a line: the first comes after a second.
-	const auto waiting_since = std::chrono::steady_clock::now();
-	const long since = now_seconds();
-	long said = -1;
+	// cached) is not worth a line: the first comes after a second, the
+	// next ones a minute apart.
+	using clock = std::chrono::steady_clock;
+	const auto since = clock::now();
+	std::optional<clock::time_point> said;
 	while (flock(fd_.get(), LOCK_EX | LOCK_NB)) {
 		if (errno != EWOULDBLOCK)
 			throw last_sys_error("lock " + file.string());
-		const long now = now_seconds();
-		const bool a_second = std::chrono::steady_clock::now() - waiting_since >= std::chrono::seconds(1);
-		if ((said < 0 && a_second) || (said >= 0 && now - said >= 60)) {
-			say << "pinmatrix: " << (said < 0 ? "waiting" : "still waiting (" + duration_text(now - since) + ")")
-			    << " for " << what << ": held by " << lock_holder_text(read_holder(file), now) << " ("
-			    << file.string() << ")" << std::endl;
+		const auto now = clock::now();
+		if (now - (said ? *said : since) >= (said ? std::chrono::seconds(60) : std::chrono::seconds(1))) {
+			const long waited = long(std::chrono::duration_cast<std::chrono::seconds>(now - since).count());
+			say << "pinmatrix: " << (said ? "still waiting (" + duration_text(waited) + ")" : "waiting")
+			    << " for " << what << ": held by " << lock_holder_text(read_holder(file), now_seconds())
+			    << " (" << file.string() << ")" << std::endl;
 			said = now;
 		}
 		std::this_thread::sleep_for(std::chrono::milliseconds(200));
