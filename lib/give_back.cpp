@@ -42,15 +42,26 @@ int write_sysfs(const fs::path &file, const std::string &text)
 }
 
 struct child_answer {
-	std::optional<int> err;	// nullopt: killed at the bound
+	std::optional<int> err;	// nullopt: killed (at the bound, or at the proof)
 	int64_t latency_ns = 0;
+	uint64_t failed_migrations = 0;	// pgmigrate_fail's rise meanwhile (when watched)
 };
 
-// text written to file by a child process, which is killed at the bound:
-// the kernel's offlining loop stops only for a fatal signal.
-child_answer write_in_child(const fs::path &file, const std::string &text, std::chrono::milliseconds bound)
+uint64_t pgmigrate_fail()
+{
+	const auto counters = read_vmstat();
+	const auto it = counters.find("pgmigrate_fail");
+	return it == counters.end() ? 0 : it->second;
+}
+
+// text written to file by a child process, which is killed at the bound,
+// or, where a refusal is expected, once the pages failed to migrate
+// failed_migrations_proof times: the kernel's offlining loop stops only
+// for a fatal signal.
+child_answer write_in_child(const fs::path &file, const std::string &text, give_back_patience patience)
 {
 	const auto t0 = clock::now();
+	const uint64_t failed_before = patience.refusal_expected ? pgmigrate_fail() : 0;
 	pid_t pid = fork();
 	if (pid < 0)
 		throw last_sys_error("fork");
@@ -58,17 +69,20 @@ child_answer write_in_child(const fs::path &file, const std::string &text, std::
 		_exit(write_sysfs(file, text));
 	child_answer a;
 	int status = 0;
+	auto since = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count(); };
 	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (clock::now() - t0 >= bound) {
+		if (patience.refusal_expected)
+			a.failed_migrations = pgmigrate_fail() - failed_before;
+		if (clock::now() - t0 >= patience.bound || a.failed_migrations >= failed_migrations_proof) {
 			kill(pid, SIGKILL);
 			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 				;
-			a.latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count();
+			a.latency_ns = since();
 			return a;
 		}
 		std::this_thread::sleep_for(std::chrono::milliseconds(5));
 	}
-	a.latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count();
+	a.latency_ns = since();
 	a.err = WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
 	return a;
 }
@@ -121,7 +135,7 @@ std::optional<uint64_t> reserved_pages(const memory_block &b)
 	return n;
 }
 
-give_back_attempt offline_block_of(uint64_t pfn, std::chrono::milliseconds bound)
+give_back_attempt offline_block_of(uint64_t pfn, give_back_patience patience)
 {
 	give_back_attempt g;
 	const auto block = block_of(pfn);
@@ -132,11 +146,17 @@ give_back_attempt offline_block_of(uint64_t pfn, std::chrono::milliseconds bound
 		g.detail = *why;
 		return g;
 	}
-	const child_answer a = write_in_child(block->dir / "state", "offline", bound);
+	const child_answer a = write_in_child(block->dir / "state", "offline", patience);
 	g.latency_ns = a.latency_ns;
-	if (!a.err) {
+	if (!a.err && a.failed_migrations >= failed_migrations_proof) {
 		g.given_back = false;
-		g.detail = "still offlining after " + std::to_string(bound.count()) +
+		g.detail = "refused: " + std::to_string(a.failed_migrations) + " failed migrations in " +
+			   std::to_string(a.latency_ns / 1000000) +
+			   " ms (/proc/vmstat pgmigrate_fail; offline_pages() retries a page it cannot migrate "
+			   "until a fatal signal); stopped with SIGKILL";
+	} else if (!a.err) {
+		g.given_back = false;
+		g.detail = "still offlining after " + std::to_string(patience.bound.count()) +
 			   " ms (offline_pages() loops on a page it cannot migrate); stopped with SIGKILL";
 	} else if (*a.err == 0) {
 		g.given_back = true;
@@ -184,7 +204,7 @@ give_back_attempt whole_area_via_debugfs(const debugfs_area &a, std::chrono::mil
 			   "allocation cannot say what refused it";
 		return g;
 	}
-	const child_answer c = write_in_child(a.dir / "alloc", std::to_string(a.count), bound);
+	const child_answer c = write_in_child(a.dir / "alloc", std::to_string(a.count), {bound, false});
 	g.latency_ns = c.latency_ns;
 	const auto used = read_number_file(a.dir / "used").value_or(0);
 	g.given_back = used >= a.count;
@@ -236,7 +256,7 @@ give_back_attempt whole_area_via_hugetlb(const hugetlb_area &a, std::chrono::mil
 		g.detail = "no 1 GiB hugetlb pages or no alloc_pages_success on this kernel";
 		return g;
 	}
-	const child_answer c = write_in_child(gigantic_pages, std::to_string(*before + wanted), bound);
+	const child_answer c = write_in_child(gigantic_pages, std::to_string(*before + wanted), {bound, false});
 	g.latency_ns = c.latency_ns;
 	const uint64_t got = (read_number_file(a.sysfs / "alloc_pages_success").value_or(*success) - *success) / per_page;
 	g.given_back = got >= wanted;
@@ -293,12 +313,12 @@ bool memory_can_go_back(uint64_t pfn)
 	return it->second;
 }
 
-give_back_attempt give_back_memory(uint64_t pfn, const std::string &placement, std::chrono::milliseconds bound)
+give_back_attempt give_back_memory(uint64_t pfn, const std::string &placement, give_back_patience patience)
 {
 	if (placement == "movable")
-		return offline_block_of(pfn, bound);
+		return offline_block_of(pfn, patience);
 	if (placement == "cma")
-		return give_back_cma(pfn, bound * cma_bound_factor);
+		return give_back_cma(pfn, patience.bound * cma_bound_factor);
 	give_back_attempt g;
 	g.method = "none";
 	g.detail = "the page is in " + placement + " memory: nothing to give back";

@@ -7,8 +7,8 @@
 // (/sys/devices/system/memory/memoryN/state): offline_pages() migrates every
 // page out of the block, and loops while one cannot move (6.1 to 7.2 stop
 // only for a fatal signal), so the attempt runs in a child that is killed
-// at the bound. A block that went offline is put back online. CMA goes back
-// by allocating the whole area that holds the page: through debugfs
+// at the bound, or once failed migrations prove the refusal (below). A
+// block that went offline is put back online. CMA goes back by allocating the whole area that holds the page: through debugfs
 // (cma/<area>/alloc, CMA_DEBUGFS), or for a hugetlb_cma area as 1 GiB
 // hugetlb pages counted by the area's alloc_pages_success (CMA_SYSFS); then
 // it is freed again.
@@ -28,16 +28,30 @@ struct give_back_attempt {
 	std::string method;		// "offline memory block 9 (/sys/devices/system/memory/memory9)"
 	std::optional<bool> given_back;	// nullopt: unknown, detail says why
 	std::string detail;		// what the kernel answered; how the block was put back
-	int64_t latency_ns = 0;		// the attempt, to its answer or its bound
+	int64_t latency_ns = 0;		// the attempt, to its answer, its proof of refusal or its bound
 };
 
-// A refusal is waited for this long where one is expected (B's first pin
-// held) ...
-inline constexpr std::chrono::seconds give_back_bound{3};
-// ... and this long where the memory is expected back: a busy machine
-// (memory pressure, TCG) can take seconds to move a block, and a refusal
-// there fails the case.
-inline constexpr std::chrono::seconds give_back_patient_bound{12};
+// How long an attempt may take, and whether a refusal may be proved before
+// that. offline_pages() retries a page it cannot migrate until a fatal
+// signal, and each failed try of migrate_pages() (itself up to ten passes)
+// counts the page in /proc/vmstat's pgmigrate_fail: that count rising
+// `failed_migrations_proof` times while the block offlines is the refusal,
+// shown without waiting out the bound.
+struct give_back_patience {
+	std::chrono::milliseconds bound;
+	bool refusal_expected;	// stop at the proof of refusal (never where the memory is expected back)
+};
+
+// Where a refusal is expected (B's first pin held): the proof, or 3 s.
+inline constexpr give_back_patience expecting_refusal{std::chrono::seconds(3), true};
+// Where the memory is expected back: a busy machine (memory pressure, TCG)
+// can take seconds to move a block, and may fail a migration on the way
+// (a reference taken for a moment), so no early stop; a refusal here fails
+// the case.
+inline constexpr give_back_patience expecting_return{std::chrono::seconds(12), false};
+// Failed migrations of the block's pages, while it offlines, that prove a
+// refusal: more than one, so that one page held for a moment is not it.
+inline constexpr uint64_t failed_migrations_proof = 3;
 
 // Why the memory holding pfn could not be given back whatever the pins:
 // no memory hotplug in sysfs, a block that is not online, or a block with
@@ -50,7 +64,6 @@ bool memory_can_go_back(uint64_t pfn);
 
 // Asks for the memory holding pfn back, for a page in `placement`
 // ("movable", "cma", ...; other placements have nothing to give back).
-give_back_attempt give_back_memory(uint64_t pfn, const std::string &placement,
-				   std::chrono::milliseconds bound = give_back_bound);
+give_back_attempt give_back_memory(uint64_t pfn, const std::string &placement, give_back_patience patience);
 
 } // namespace pinmatrix

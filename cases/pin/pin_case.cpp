@@ -91,31 +91,31 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	obs.readback_method = second.readback_method();
 	// The harm (lib/give_back.hpp), for a page in restricted memory. The
 	// first pin is expected to strand the page where the row says ENOMEM:
-	// that refusal needs no patience.
-	auto ask_back = [&](std::chrono::milliseconds bound) -> std::optional<give_back_attempt> {
+	// that refusal is taken as soon as failed migrations prove it.
+	auto ask_back = [&](give_back_patience patience) -> std::optional<give_back_attempt> {
 		if (!restricted)
 			return std::nullopt;
-		return give_back_memory(obs.before.pfn, obs.before.placement, bound);
+		return give_back_memory(obs.before.pfn, obs.before.placement, patience);
 	};
 	const bool refusal_expected = c.row && c.row->expected == pin_outcome::enomem;
-	obs.give_back_held = ask_back(refusal_expected ? give_back_bound : give_back_patient_bound);
+	obs.give_back_held = ask_back(refusal_expected ? expecting_refusal : expecting_return);
 
 	if (!reg.err) {
 		second.readback(addr, ps, seed + 1, obs.rdma_write_readback, obs.rdma_detail);
 		second.release();
 		first.release();
-		obs.give_back_control = ask_back(give_back_patient_bound);
+		obs.give_back_control = ask_back(expecting_return);
 		return obs;
 	}
 	// The failed registration must leave the page as it was, and must
 	// succeed once the first pin is gone.
 	obs.content_intact = !std::memcmp(page.data(), written.data(), ps);
 	first.release();
-	obs.give_back_released = ask_back(give_back_patient_bound);
+	obs.give_back_released = ask_back(expecting_return);
 	second_pin_result again = second.take(addr, ps);
 	obs.recovery = recovery_record{again.err, again.latency_ns, tools.probe.probe_page(page.addr()).pfn};
 	second.release();
-	obs.give_back_control = ask_back(give_back_patient_bound);
+	obs.give_back_control = ask_back(expecting_return);
 	return obs;
 }
 

@@ -47,10 +47,10 @@ json give_back_json(const give_back_attempt &g)
 
 // The give-back oracle with the pin held: patient where the memory is
 // expected back, brief where a refusal is (lib/give_back.hpp).
-std::chrono::milliseconds held_bound(const pinner_case &c, const body_options &opt)
+give_back_patience held_patience(const pinner_case &c, const body_options &opt)
 {
 	const auto e = expectation_for(c, opt.kernel);
-	return e.given_back_while_held == false ? give_back_bound : give_back_patient_bound;
+	return e.given_back_while_held == false ? expecting_refusal : expecting_return;
 }
 
 // A page of the memfd in restricted memory, preferring one whose memory can
@@ -142,9 +142,9 @@ json run_udmabuf(const pinner_case &c, const page_prober &probe, const body_opti
 	if (!buf)
 		return o;
 	const std::string where(name(opt.restricted));
-	o["give_back"]["with_pin_held"] = give_back_json(give_back_memory(before.pfn, where, held_bound(c, opt)));
+	o["give_back"]["with_pin_held"] = give_back_json(give_back_memory(before.pfn, where, held_patience(c, opt)));
 	buf.reset();
-	o["give_back"]["released"] = give_back_json(give_back_memory(before.pfn, where, give_back_patient_bound));
+	o["give_back"]["released"] = give_back_json(give_back_memory(before.pfn, where, expecting_return));
 	return o;
 }
 
@@ -235,12 +235,12 @@ json run_rxe_odp(const pinner_case &c, const page_prober &probe, const body_opti
 		return o;
 	const std::string where(name(opt.restricted));
 	o["device_write"]["in_place"] = device_write(dev, reg.mr.get(), found->map.data());
-	o["give_back"]["with_pin_held"] = give_back_json(give_back_memory(before.pfn, where, held_bound(c, opt)));
+	o["give_back"]["with_pin_held"] = give_back_json(give_back_memory(before.pfn, where, held_patience(c, opt)));
 	o["device_write"]["after_give_back"] = device_write(dev, reg.mr.get(), found->map.data());
 	o["after_give_back"] = page_json(probe, probe.probe_page(found->map.addr()));
 	reg.mr.reset();
 	o["device_write"]["control"] = device_write_control(dev);
-	o["give_back"]["released"] = give_back_json(give_back_memory(before.pfn, where, give_back_patient_bound));
+	o["give_back"]["released"] = give_back_json(give_back_memory(before.pfn, where, expecting_return));
 	return o;
 }
 
