@@ -70,8 +70,6 @@ env::~env()
 		syscall(SYS_delete_module, "pinmatrix", O_NONBLOCK);
 }
 
-namespace {
-
 double share_in(const pin_module &module, const mapping &m, placement p)
 {
 	const size_t n = m.size() / page_size();
@@ -82,8 +80,6 @@ double share_in(const pin_module &module, const mapping &m, placement p)
 		in += classify(page) == p;
 	return double(in) / double(n);
 }
-
-} // namespace
 
 std::string env::steer_towards(placement p)
 {

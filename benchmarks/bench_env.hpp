@@ -111,6 +111,9 @@ inline constexpr double fresh_share = 0.9;
 inline constexpr int fresh_attempts = 3;
 fresh_pages map_fresh(const pin_module &module, placement p, size_t bytes);
 
+// The share of m's pages (0..1) that the module probes in placement p.
+double share_in(const pin_module &module, const mapping &m, placement p);
+
 // "4 KiB", "1 MiB", "256 MiB".
 std::string size_label(uint64_t bytes);
 
@@ -122,6 +125,7 @@ void register_ualink();
 // Per placement, so that memory is steered towards each placement once.
 void register_reg_mr(placement p);
 void register_module_pin(placement p);
+void register_gup_test(placement p);
 
 // Sizes of the pinning families: 4 KiB ... 256 MiB, powers of 4.
 inline constexpr int64_t min_size = 4 << 10;

@@ -93,6 +93,7 @@ int main(int argc, char **argv)
 	for (placement p : e.placements()) {
 		register_reg_mr(p);
 		register_module_pin(p);
+		register_gup_test(p);
 	}
 	benchmark::RunSpecifiedBenchmarks();
 	benchmark::Shutdown();

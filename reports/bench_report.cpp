@@ -180,6 +180,7 @@ std::string group_title(const std::string &g)
 	static const std::map<std::string, std::string> titles = {
 		{"reg_mr", "ibv_reg_mr + ibv_dereg_mr by placement"},
 		{"pin", "The module's pin + unpin, FOLL_PIN with and without FOLL_LONGTERM"},
+		{"gup_test", "kselftest's gup_test: PIN_LONGTERM_BENCHMARK (pin_user_pages(FOLL_LONGTERM) + unpin)"},
 		{"ualink", "UALink export and import (first, of a new BO)"},
 		{"probe", "The placement probe: /proc/self/pagemap, then PINMATRIX_IOC_PROBE on present runs"},
 		{"populate", "MADV_POPULATE_WRITE of a new mapping"}};
@@ -274,6 +275,24 @@ void render_harness_overhead(std::ostringstream &out, const std::vector<bench_en
 			row("... of which the reported registration", format_ns(it->second));
 			row("... the harness around it (path - reported)", format_ns(path->ns - it->second));
 		}
+	}
+	out << "</tbody></table>\n";
+}
+
+// The anchors' table: one row per pair, the ratio first.
+void render_anchor_ratios(std::ostringstream &out, const std::vector<bench_entry> &entries)
+{
+	const auto ratios = anchor_ratios(entries);
+	if (ratios.empty())
+		return;
+	out << "<h3>The suite against its anchors</h3>\n<table class=\"plain\"><thead><tr><th>ratio</th>"
+	       "<th>what</th><th>suite</th><th>anchor</th></tr></thead><tbody>\n";
+	for (const auto &r : ratios) {
+		char ratio[32];
+		std::snprintf(ratio, sizeof(ratio), "%.2fx", r.ratio);
+		out << "<tr><td>" << ratio << "</td><td>" << h(r.what) << "</td><td>" << h(r.suite) << " "
+		    << h(format_ns(r.suite_ns)) << "</td><td>" << h(r.anchor) << " " << h(format_ns(r.anchor_ns))
+		    << "</td></tr>\n";
 	}
 	out << "</tbody></table>\n";
 }
@@ -390,6 +409,31 @@ std::vector<bench_entry> bench_entries(const json &bench)
 	return out;
 }
 
+std::vector<anchor_ratio> anchor_ratios(const std::vector<bench_entry> &entries)
+{
+	std::vector<anchor_ratio> out;
+	auto pair = [&](const std::string &what, const std::string &suite, const std::string &anchor) {
+		const bench_entry *s = find_entry(entries, suite);
+		const bench_entry *a = find_entry(entries, anchor);
+		if (s && a && s->skipped.empty() && a->skipped.empty() && a->ns > 0)
+			out.push_back({what, suite, anchor, s->ns, a->ns, s->ns / a->ns});
+	};
+	pair("the suite's registration (register_memory) / the raw ibv_reg_mr, 4 KiB",
+	     "harness/register_memory/4096", "harness/ibv_reg_mr_raw/4096");
+	pair("a case's whole path (find_page, probes, register_memory) / the raw ibv_reg_mr, 4 KiB",
+	     "harness/case_path/4096", "harness/ibv_reg_mr_raw/4096");
+	for (const auto &e : entries) {
+		const std::string prefix = "gup_test/pin_longterm/";
+		if (e.family.rfind(prefix, 0) != 0 || !e.bytes)
+			continue;
+		const std::string where = e.name.substr(prefix.size());	// "movable/1048576"
+		const std::string label = where.substr(0, where.find('/')) + " " + bytes_text(*e.bytes);
+		pair("the module's long-term pin / gup_test's, " + label, "pin/foll_pin_longterm/" + where, e.name);
+		pair("ibv_reg_mr + dereg / gup_test's long-term pin, " + label, "reg_mr/" + where, e.name);
+	}
+	return out;
+}
+
 std::string bench_html_section(const json &bench)
 {
 	const auto entries = bench_entries(bench);
@@ -399,6 +443,7 @@ std::string bench_html_section(const json &bench)
 	for (const auto &g : size_groups(entries))
 		render_size_plots(out, entries, g);
 	render_harness_overhead(out, entries);
+	render_anchor_ratios(out, entries);
 	render_every_benchmark(out, entries);
 	out << "</section>\n";
 	return out.str();

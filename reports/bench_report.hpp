@@ -41,9 +41,23 @@ struct bench_entry {
 // file has no single runs (--benchmark_report_aggregates_only).
 std::vector<bench_entry> bench_entries(const nlohmann::json &bench);
 
+// The suite's paths against their anchors, as ratios (suite / anchor):
+// the module's long-term pin and ibv_reg_mr against kselftest's gup_test
+// PIN_LONGTERM_BENCHMARK, per placement and size; the suite's registration
+// (register_memory) and a case's whole path against the raw ibv_reg_mr.
+// Only pairs whose two benchmarks both ran.
+struct anchor_ratio {
+	std::string what;		// "the module's long-term pin / gup_test's, movable 1 MiB"
+	std::string suite, anchor;	// the two benchmarks' names
+	double suite_ns = 0, anchor_ns = 0;
+	double ratio = 0;		// suite_ns / anchor_ns
+};
+std::vector<anchor_ratio> anchor_ratios(const std::vector<bench_entry> &entries);
+
 // <section id="benchmarks">: one log-log plot per group of families with
 // sizes (reg_mr by placement, the module's pins, UALink), ns per page for
-// the registrations, the harness overhead and a table of every benchmark.
+// the registrations, the harness overhead, the ratios to the anchors and a
+// table of every benchmark.
 std::string bench_html_section(const nlohmann::json &bench);
 
 struct bench_change {

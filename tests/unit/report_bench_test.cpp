@@ -141,6 +141,39 @@ TEST(BenchReport, HtmlPlotsLatencyAndPerPageBySizeAndListsSkips)
 	EXPECT_EQ(plain.find("id=\"benchmarks\""), std::string::npos);
 }
 
+// The suite against its anchors: gup_test's long-term pin beside the
+// module's and ibv_reg_mr, the raw ibv_reg_mr beside the suite's
+// registration; a pair with a skipped or absent side has no row.
+TEST(BenchReport, AnchorRatiosPairTheSuiteWithGupTestAndTheRawCall)
+{
+	json b = sample_bench();
+	auto &l = b["benchmarks"];
+	l.push_back(one("harness/case_path/4096/iterations:20/manual_time", 414, "us", {{"reported_ns", 50000}}));
+	l.push_back(one("pin/foll_pin_longterm/movable/1048576/iterations:256/manual_time", 3000, "us"));
+	l.push_back(one("gup_test/pin_longterm/movable/4096/iterations:500/manual_time", 50, "us"));
+	l.push_back(one("gup_test/pin_longterm/movable/1048576/iterations:256/manual_time", 2000, "us"));
+	l.push_back(skipped("pin/foll_pin_longterm/movable/4096/manual_time", "no test module"));
+	const auto r = anchor_ratios(bench_entries(b));
+	ASSERT_EQ(r.size(), 5u);
+	EXPECT_EQ(r[0].suite, "harness/register_memory/4096");
+	EXPECT_EQ(r[0].anchor, "harness/ibv_reg_mr_raw/4096");
+	EXPECT_NEAR(r[0].ratio, 49.5 / 41.4, 1e-9);
+	EXPECT_NEAR(r[1].ratio, 414 / 41.4, 1e-9);
+	// gup_test 4 KiB: the module's pin skipped, so only ibv_reg_mr's row.
+	EXPECT_EQ(r[2].suite, "reg_mr/movable/4096");
+	EXPECT_NEAR(r[2].ratio, (100 + 16) / 50.0, 1e-9);
+	EXPECT_EQ(r[3].suite, "pin/foll_pin_longterm/movable/1048576");
+	EXPECT_EQ(r[3].anchor, "gup_test/pin_longterm/movable/1048576");
+	EXPECT_NEAR(r[3].ratio, 1.5, 1e-9);
+	EXPECT_NE(r[3].what.find("movable 1 MiB"), std::string::npos) << r[3].what;
+	EXPECT_EQ(r[4].suite, "reg_mr/movable/1048576");
+	const std::string page = pinmatrix::format_html(json{{"schema", "pinmatrix/1"}, {"cases", json::array()}}, &b);
+	EXPECT_NE(page.find("The suite against its anchors"), std::string::npos);
+	EXPECT_NE(page.find("<td>1.50x</td>"), std::string::npos);
+	// Without gup_test and case_path, only the raw call's pair.
+	EXPECT_EQ(anchor_ratios(bench_entries(sample_bench())).size(), 1u);
+}
+
 TEST(BenchReport, CompareIsInformationalWithoutAThreshold)
 {
 	const auto c = compare_bench(sample_bench(), sample_bench(1.5), std::nullopt);

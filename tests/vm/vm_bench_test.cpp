@@ -29,7 +29,7 @@ namespace {
 // Every family at its smallest sizes, a few iterations each.
 const char *const smoke_args =
 	"--benchmark_filter=^(harness/(clock_read|ibv_reg_mr_raw|register_memory)|probe/(unpopulated|populated)"
-	"|populate/4k|ualink/(export|import)/65536|(reg_mr|pin/[a-z_]+)/[a-z]+/(4096|65536))(/|$) "
+	"|populate/4k|ualink/(export|import)/65536|(reg_mr|pin/[a-z_]+|gup_test/pin_longterm)/[a-z]+/(4096|65536))(/|$) "
 	"--benchmark_min_time=0.01 --pm_iterations_scale=0.05";
 
 // The boots the smoke run covers, and the placements each must benchmark.
@@ -133,7 +133,7 @@ TEST_P(VmBench, HoldsEveryFamilyForEveryPlacementOfTheBoot)
 		"probe/unpopulated/1073741824", "probe/populated/67108864",    "populate/4k/67108864",
 		"ualink/export/65536",		"ualink/import/65536"};
 	for (const std::string &p : GetParam().placements)
-		for (const char *family : {"reg_mr/", "pin/foll_pin/", "pin/foll_pin_longterm/"})
+		for (const char *family : {"reg_mr/", "pin/foll_pin/", "pin/foll_pin_longterm/", "gup_test/pin_longterm/"})
 			for (const char *size : {"4096", "65536"})
 				want.insert(family + p + "/" + size);
 	for (const auto &name : want)
@@ -145,6 +145,27 @@ TEST_P(VmBench, HoldsEveryFamilyForEveryPlacementOfTheBoot)
 		const std::string p = name.substr(7, name.find('/', 7) - 7);
 		EXPECT_TRUE(std::ranges::count(GetParam().placements, p)) << name;
 	}
+}
+
+// kselftest's anchor: where the kernel has gup_test, its long-term pin left
+// restricted memory (and only that); where not (Debian's kernels have no
+// CONFIG_GUP_TEST), a skip that says so, never a number.
+TEST_P(VmBench, GupTestAnchorMovedRestrictedPagesOrSaysWhyItCouldNotRun)
+{
+	size_t seen = 0;
+	for (const auto &[name, r] : by_name()) {
+		if (name.rfind("gup_test/", 0))
+			continue;
+		seen++;
+		if (r.value("error_occurred", false)) {
+			EXPECT_NE(r.value("error_message", "").find("CONFIG_GUP_TEST"), std::string::npos) << name;
+			continue;
+		}
+		const bool restricted = name.find("/ordinary/") == std::string::npos;
+		EXPECT_EQ(r.value("left_placement", -1.0), restricted ? 1.0 : 0.0) << name;
+		EXPECT_GT(r.value("kernel_pin_ns_per_page", 0.0), 0) << name;
+	}
+	EXPECT_EQ(seen, 2 * GetParam().placements.size());
 }
 
 TEST_P(VmBench, PinningFamiliesRanOnFreshPagesInTheirPlacement)
