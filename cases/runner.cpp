@@ -461,6 +461,7 @@ suite_options suites_for(const run_options &opt)
 {
 	suite_options so{opt.device, opt.find_budget_mib, restricted_placement(opt.placement)};
 	so.pins = opt.pins;
+	so.latency_samples = opt.latency_samples;
 	check(opt.pins);
 	if (opt.placement == "auto" && so.restricted == placement::ordinary) {
 		so.restricted = placement::movable;

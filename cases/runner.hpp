@@ -23,6 +23,7 @@ struct run_options {
 	std::optional<std::filesystem::path> module;	// pinmatrix.ko to load if absent
 	int case_timeout_s = 60;
 	size_t find_budget_mib = 2048;
+	int latency_samples = 5;	// --latency-samples: registrations a pin case times
 	// Restricted placement of this boot: "auto" (detect), "movable", "cma",
 	// "ordinary" (only the ordinary cases).
 	std::string placement = "auto";

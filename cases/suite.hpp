@@ -34,6 +34,8 @@ struct suite_options {
 	// False when this boot has no such memory at all: those cases SKIP.
 	bool restricted_present = true;
 	pin_sources pins;	// --first-pin, --second-pin
+	// Registrations a pin case times (its own, then repeats on fresh pages).
+	int latency_samples = 5;
 };
 
 class suite {

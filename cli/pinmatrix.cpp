@@ -222,6 +222,10 @@ subcommand add_run(CLI::App &app)
 		->check(whole_number(1, INT_MAX));
 	cmd->add_option("--find-budget", run->find_budget_mib, "MiB a case may fault in to find a page in its placement")
 		->check(whole_number(1, INT_MAX));
+	cmd->add_option("--latency-samples", run->latency_samples,
+			"Registrations each pin case times: its own, then repeats on fresh pages (outside the verdict)")
+		->check(whole_number(1, 100))
+		->capture_default_str();
 	cmd->add_option("--placement", run->placement,
 			"Restricted memory of this boot for cases A-C: auto, movable, cma, ordinary")
 		->capture_default_str();

@@ -75,6 +75,18 @@ std::optional<double> case_comparison::median_change_pct() const
 	return (latency_after->median / latency_before->median - 1) * 100;
 }
 
+const char *case_comparison::latency_beyond_spread() const
+{
+	if (!latency_before || !latency_after || latency_before->n < latency_spread_min_samples ||
+	    latency_after->n < latency_spread_min_samples)
+		return nullptr;
+	if (latency_after->min > latency_before->max)
+		return "slower";
+	if (latency_after->max < latency_before->min)
+		return "faster";
+	return nullptr;
+}
+
 int comparison::regressions() const
 {
 	return int(std::count_if(cases.begin(), cases.end(),
@@ -366,6 +378,8 @@ std::string change_pct_text(const case_comparison &cc)
 		return "-";
 	char buf[32];
 	std::snprintf(buf, sizeof(buf), "%+.1f%%", *pct);
+	if (const char *moved = cc.latency_beyond_spread())
+		return buf + std::string(", ") + moved + " beyond the spread";
 	return buf;
 }
 
@@ -434,7 +448,7 @@ std::string text_latency(const comparison &c, size_t key_w, size_t kernel_w)
 {
 	std::ostringstream out;
 	out << "\nlatency per case (registration, or export/import): median (spread, n = samples):\n";
-	size_t before_w = 3, after_w = 3, single_samples = 0, rows = 0;
+	size_t before_w = 3, after_w = 3, single_samples = 0, rows = 0, moved = 0;
 	for (const auto &cc : c.cases) {
 		before_w = std::max(before_w, latency_cell(cc.latency_before).size());
 		after_w = std::max(after_w, latency_cell(cc.latency_after).size());
@@ -450,9 +464,13 @@ std::string text_latency(const comparison &c, size_t key_w, size_t kernel_w)
 		    << pad_to_width(latency_cell(cc.latency_before), before_w + 2)
 		    << pad_to_width(latency_cell(cc.latency_after), after_w + 2) << change_pct_text(cc) << "\n";
 		single_samples += cc.median_change_pct() && (cc.latency_before->n == 1 || cc.latency_after->n == 1);
+		moved += cc.latency_beyond_spread() != nullptr;
 	}
 	if (!rows)
 		out << "  no case has a latency in either run\n";
+	if (moved)
+		out << "  " << moved << " case(s) moved beyond the spread: every new sample above (slower) or below "
+		    << "(faster) every old one (informational)\n";
 	if (single_samples)
 		out << "  note: " << single_samples << " case(s) have a single sample on one side: a change "
 		    << "there is one registration against another, indicative only\n";
@@ -549,7 +567,9 @@ json comparison_json(const comparison &c)
 				{"change", id(cc.change)},
 				{"regression", is_regression(cc.change)},
 				{"detail", cc.detail},
-				{"median_change_pct", pct ? json(*pct) : json(nullptr)}});
+				{"median_change_pct", pct ? json(*pct) : json(nullptr)},
+				{"latency_beyond_spread", cc.latency_beyond_spread() ? json(cc.latency_beyond_spread())
+										      : json(nullptr)}});
 	}
 	return {{"schema", "pinmatrix-compare/1"}, {"old", run_json(c.before)}, {"new", run_json(c.after)},
 		{"cases", rows},		     {"regressions", c.regressions()}};

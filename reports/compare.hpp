@@ -60,7 +60,13 @@ struct case_comparison {
 	std::string detail;	// the new reason, for what got worse
 	std::optional<report::sample_stats> latency_before, latency_after;
 	std::optional<double> median_change_pct() const;	// when both sides have a median
+	// A latency that moved beyond the spread of both runs: every new sample
+	// above every old one ("slower") or below ("faster"), with at least
+	// latency_spread_min_samples a side (pin cases time 5 registrations:
+	// --latency-samples). Informational, as the benchmarks' comparison.
+	const char *latency_beyond_spread() const;
 };
+inline constexpr size_t latency_spread_min_samples = 3;
 
 // One side of the comparison, for the header.
 struct compared_run {

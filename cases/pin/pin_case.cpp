@@ -42,11 +42,47 @@ std::string placement_hint(placement p)
 	return "";
 }
 
+// Fresh pages for the repeats: one populated chunk, its pages in the
+// case's placement taken in turn (the suite steered fresh pages there).
+constexpr size_t repeat_chunk_bytes = 1 << 20;
+
 } // namespace
 
 page_wish pin_page_wish(placement where)
 {
 	return {where, where == placement::movable ? memory_can_go_back : nullptr};
+}
+
+// On each fresh page the same first pin, the second pin, both released. A
+// repeat that ended otherwise than the case (another errno) is named, not
+// timed in.
+void time_registration_again(const case_def &c, const case_tools &tools, second_pinner &second, int samples,
+			     observation &obs)
+{
+	if (samples < 2 || obs.first_pin_errno || traits(c.first).allocates)
+		return;
+	const size_t ps = page_size();
+	mapping chunk = populated_pages(repeat_chunk_bytes);
+	const auto pages = tools.probe.probe_pages(chunk.addr(), chunk.size() / ps);
+	obs.latency_samples_ns = {obs.latency_ns};
+	int repeats = samples - 1;
+	for (size_t i = 0; i < pages.size() && repeats > 0; i++) {
+		if (classify(pages[i]) != c.where)
+			continue;
+		void *addr = chunk.data() + i * ps;
+		first_pin_holder first;
+		if (first_pin_holder::try_take(c.first, tools.module, addr, ps, first))
+			return;
+		const second_pin_result reg = second.take(addr, ps);
+		if (!reg.err)
+			second.release();
+		first.release();
+		repeats--;
+		if (reg.err == obs.registration_errno)
+			obs.latency_samples_ns.push_back(reg.latency_ns);
+		else
+			obs.latency_repeats_otherwise.push_back(errno_name(reg.err));
+	}
 }
 
 observation run_pin_case(const case_def &c, const case_tools &tools, second_pinner &second,

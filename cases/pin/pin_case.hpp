@@ -36,6 +36,14 @@ struct case_tools {
 observation run_pin_case(const case_def &c, const case_tools &tools, second_pinner &second,
 			 size_t find_budget_bytes);
 
+// Latency as a distribution, after the case and outside its verdict and
+// telemetry: the case's registration again on fresh pages of its placement,
+// the same first pin held, until `samples` are timed in all
+// (observation::latency_samples_ns). Nothing for a case that did not reach
+// its registration, or whose first pinner allocates its own page.
+void time_registration_again(const case_def &c, const case_tools &tools, second_pinner &second, int samples,
+			     observation &obs);
+
 // A first pinner that allocates its own page (cudaHostAlloc): the page is
 // where the driver put it, then the same steps (cases/pinner_alloc_case.cpp).
 observation run_pinner_alloc_case(const case_def &c, const case_tools &tools, second_pinner &second);

@@ -43,6 +43,13 @@ struct observation {
 	std::vector<uint64_t> first_pin_pfns;
 	int registration_errno = 0;
 	int64_t latency_ns = 0;
+	// Latency as a distribution, outside the verdict: latency_ns, then the
+	// same registration repeated on fresh pages of the placement with the
+	// same first pin held (suite_options::latency_samples in all), each
+	// repeat that ended as the case's registration did; the others' errno
+	// names in latency_repeats_otherwise.
+	std::vector<int64_t> latency_samples_ns;
+	std::vector<std::string> latency_repeats_otherwise;
 	std::optional<bool> rdma_write_readback;	// success: device and CPU agree
 	std::string rdma_detail;
 	std::optional<bool> content_intact;		// failure: page unchanged

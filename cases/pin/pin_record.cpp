@@ -98,6 +98,10 @@ json to_json(const observation &o)
 		j["readback_method"] = o.readback_method;
 	if (!o.probe.empty())
 		j["probe"] = o.probe;
+	if (!o.latency_samples_ns.empty())
+		j["latency_samples_ns"] = o.latency_samples_ns;
+	if (!o.latency_repeats_otherwise.empty())
+		j["latency_repeats_otherwise"] = o.latency_repeats_otherwise;
 	if (o.give_back_held)
 		j["give_back"]["with_pins_held"] = to_json(*o.give_back_held);
 	if (o.give_back_released)
@@ -114,6 +118,8 @@ observation observation_from_json(const json &j)
 	o.first_pin_errno = j.at("first_pin_errno");
 	o.first_pin_pfns = j.at("first_pin_pfns").get<std::vector<uint64_t>>();
 	o.latency_ns = j.at("latency_ns");
+	o.latency_samples_ns = j.value("latency_samples_ns", std::vector<int64_t>{});
+	o.latency_repeats_otherwise = j.value("latency_repeats_otherwise", std::vector<std::string>{});
 	o.scanned_bytes = j.at("scanned_bytes");
 	const auto &page = j.at("page");
 	o.before = page_state_from_json(page.at("before"));

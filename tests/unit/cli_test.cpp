@@ -345,6 +345,7 @@ TEST(Cli, MessagesNameTheBadInput)
 		{"vm" + out + " --memory 12", "--memory: 12 is out of range 256 to 16384"},
 		{"run --case-timeout 0", "--case-timeout: 0 is out of range 1 to"},
 		{"run --find-budget x", "--find-budget: 'x' is not a whole number"},
+		{"run --latency-samples 0", "--latency-samples: 0 is out of range 1 to 100"},
 		{"--frob", "unknown option '--frob'"},
 		{"kernel frob", "pinmatrix kernel: unknown command 'frob' (commands: build)"},
 		{"kernel --frob", "pinmatrix kernel: unknown option '--frob'"},

@@ -175,6 +175,44 @@ TEST(ReportCompare, LatencyMediansWithSampleCounts)
 	EXPECT_NE(merged.output.find("by suite, placement and case id"), std::string::npos) << merged.output;
 }
 
+// Five registrations a case (--latency-samples): a latency whose new
+// samples all lie above the old ones is flagged, one that moved within the
+// spread is not; a single sample a side never is. Informational: exit 0.
+TEST(ReportCompare, LatencyBeyondTheSpreadIsFlagged)
+{
+	auto with_samples = [](std::vector<double> a_ns, std::vector<double> b_ns) {
+		json doc = sample_run();
+		record(doc, "A")["observed"]["latency_samples_ns"] = a_ns;
+		record(doc, "B")["observed"]["latency_samples_ns"] = b_ns;
+		return doc;
+	};
+	const json before = with_samples({900, 1000, 1100, 1200, 1300}, {900, 1000, 1100, 1200, 1300});
+	const json after = with_samples({1400, 1500, 1600, 1700, 1800}, {1000, 1100, 1250, 1300, 1400});
+	const auto c = compare_results(before, after);
+	const auto find = [&](const std::string &id) {
+		return *std::find_if(c.cases.begin(), c.cases.end(),
+				     [&](const case_comparison &cc) { return cc.key.id == id; });
+	};
+	ASSERT_NE(find("A").latency_beyond_spread(), nullptr);
+	EXPECT_STREQ(find("A").latency_beyond_spread(), "slower");
+	EXPECT_EQ(find("B").latency_beyond_spread(), nullptr);	// +13.6%, within the spread
+	const auto faster = compare_results(after, before);
+	EXPECT_STREQ(std::find_if(faster.cases.begin(), faster.cases.end(),
+				  [](const case_comparison &cc) { return cc.key.id == "A"; })
+			     ->latency_beyond_spread(),
+		     "faster");
+	// One sample a side (sample_run's latency_ns alone): never flagged.
+	for (const auto &cc : compare_results(sample_run(), sample_run()).cases)
+		EXPECT_EQ(cc.latency_beyond_spread(), nullptr) << cc.label;
+
+	temp_dir dir;
+	const auto r = run_pinmatrix("report --compare " + shell_quoted(save_run(dir, "old", before)) + " " +
+				     shell_quoted(save_run(dir, "new", after)));
+	EXPECT_EQ(r.exit_code, 0) << r.output;
+	EXPECT_NE(r.output.find("+45.5%, slower beyond the spread"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("1 case(s) moved beyond the spread"), std::string::npos) << r.output;
+}
+
 // The kernel-update gate (issue 12): cases match by suite, placement and
 // case id whatever kernel each run booted.
 namespace {

@@ -208,6 +208,28 @@ TEST_F(VmMatrix, CaseB_RegistrationFailedWithENOMEMAndRecovered)
 	EXPECT_EQ(o["recovery"]["errno"], 0);
 }
 
+// Latency as a distribution (issue 17 part 5): each pin case that reached
+// its registration timed it 5 times (run's --latency-samples default), its
+// own first, the repeats on fresh pages ending as it did.
+TEST_F(VmMatrix, PinCasesTimeTheirRegistrationFiveTimes)
+{
+	size_t seen = 0;
+	for (const auto &c : doc_["cases"]) {
+		if (c.value("suite", "") != "pin" || c["verdict"] != "pass")
+			continue;
+		const auto &o = c["observed"];
+		ASSERT_TRUE(o.contains("latency_samples_ns")) << c["id"] << ": " << o.dump();
+		const auto &samples = o["latency_samples_ns"];
+		const size_t otherwise = o.value("latency_repeats_otherwise", json::array()).size();
+		EXPECT_EQ(samples.size() + otherwise, 5u) << c["id"];
+		EXPECT_EQ(samples.at(0), o["latency_ns"]) << c["id"];
+		for (const auto &ns : samples)
+			EXPECT_GT(ns.get<int64_t>(), 0) << c["id"];
+		seen++;
+	}
+	EXPECT_GE(seen, 4u);	// A-D at least
+}
+
 // The harm (lib/give_back.hpp): the ZONE_MOVABLE block that held the page,
 // offlined. A's registration moved the page out, so the block goes with the
 // registration held; B's first pin strands the page, so it does not until
