@@ -226,6 +226,17 @@ fresh_pages map_fresh(const pin_module &module, placement p, size_t bytes)
 	return f;
 }
 
+std::optional<fresh_pages> fresh_or_skip(benchmark::State &state, const pin_module &module, placement p,
+					 size_t bytes)
+{
+	fresh_pages f = map_fresh(module, p, bytes);
+	if (auto why = f.shortfall(p); !why.empty()) {
+		state.SkipWithError(why.c_str());
+		return std::nullopt;
+	}
+	return f;
+}
+
 std::string fresh_pages::shortfall(placement p) const
 {
 	if (in_placement >= fresh_share)

@@ -110,6 +110,10 @@ struct fresh_pages {
 inline constexpr double fresh_share = 0.9;
 inline constexpr int fresh_attempts = 3;
 fresh_pages map_fresh(const pin_module &module, placement p, size_t bytes);
+// map_fresh() for one iteration of state; nullopt (the benchmark skipped
+// with the shortfall) when too few of its pages landed in p.
+std::optional<fresh_pages> fresh_or_skip(benchmark::State &state, const pin_module &module, placement p,
+					 size_t bytes);
 
 // The share of m's pages (0..1) that the module probes in placement p.
 double share_in(const pin_module &module, const mapping &m, placement p);

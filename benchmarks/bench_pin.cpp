@@ -37,12 +37,11 @@ void bm_pin(benchmark::State &state, pinmatrix_contract contract, placement p)
 	double in_placement = 0;
 	size_t pages = 0;
 	for (auto _ : state) {
-		fresh_pages f = map_fresh(*e.module(), p, bytes);
-		pages = f.pages;
-		if (auto why = f.shortfall(p); !why.empty()) {
-			state.SkipWithError(why.c_str());
+		auto fresh = fresh_or_skip(state, *e.module(), p, bytes);
+		if (!fresh)
 			break;
-		}
+		const fresh_pages &f = *fresh;
+		pages = f.pages;
 		pinmatrix_pin pin{};
 		pin.size = sizeof(pin);
 		pin.contract = contract;

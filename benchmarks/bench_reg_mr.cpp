@@ -43,12 +43,11 @@ void bm_reg_mr(benchmark::State &state, placement p)
 	double in_placement = 0;
 	size_t pages = 0;
 	for (auto _ : state) {
-		fresh_pages f = map_fresh(*e.module(), p, bytes);
-		pages = f.pages;
-		if (auto why = f.shortfall(p); !why.empty()) {
-			state.SkipWithError(why.c_str());
+		auto fresh = fresh_or_skip(state, *e.module(), p, bytes);
+		if (!fresh)
 			break;
-		}
+		const fresh_pages &f = *fresh;
+		pages = f.pages;
 		const int64_t t0 = time_ns();
 		ibv_mr *mr = ibv_reg_mr(pd, f.map.data(), bytes, registration_access);
 		const int64_t t1 = time_ns();
