@@ -491,6 +491,15 @@ json run_doc(const std::vector<plan_entry> &plan, const kernel_info &kernel)
 	doc["memlock"] = {{"limit_bytes", memlock.limit_bytes ? json(*memlock.limit_bytes) : json("unlimited")},
 			  {"cap_ipc_lock", memlock.cap_ipc_lock}};
 	doc["vmstat_before"] = vmstat_pins();
+	// How long the kernel lets a CPU go silent before it reports a stall
+	// or a soft lockup (a report fails the run): null where unknown.
+	auto seconds = [](const char *file) {
+		const auto n = read_number_file(file);
+		return n ? json(*n) : json(nullptr);
+	};
+	doc["kernel"]["stall_detectors"] = {
+		{"rcu_cpu_stall_timeout_s", seconds("/sys/module/rcupdate/parameters/rcu_cpu_stall_timeout")},
+		{"watchdog_thresh_s", seconds("/proc/sys/kernel/watchdog_thresh")}};
 	return doc;
 }
 

@@ -501,9 +501,16 @@ std::string boot_append(const group_spec &g)
 // sysrq_always_enabled: the keyboard's SysRq dumps for a wedged guest
 // (dump_wedged_guest; Debian's default mask allows none of them).
 // secretmem.enable=1: memfd_secret on 6.1 to 6.4 too (cases/backing/).
+// rcupdate.rcu_cpu_stall_timeout=300 watchdog_thresh=60: the stall and
+// soft-lockup detectors at their longest (300 s; 120 s). A TCG vCPU on a
+// loaded host can go unscheduled for a minute (seen in CI: a boot's RCU
+// stall report after 57 s without the CPU, which failed the run as a
+// kernel bug); a case stuck in the kernel is caught by --case-timeout
+// (60 s) and its task dump before either would speak.
 std::string guest_cmdline(const fs::path &kernel_dir, const group_spec &g)
 {
-	return "console=ttyS0 panic=-1 quiet cryptomgr.notests sysrq_always_enabled secretmem.enable=1 pinmatrix.kdir=" +
+	return "console=ttyS0 panic=-1 quiet cryptomgr.notests sysrq_always_enabled secretmem.enable=1 "
+	       "rcupdate.rcu_cpu_stall_timeout=300 watchdog_thresh=60 pinmatrix.kdir=" +
 	       kernel_dir.string() +
 	       " pinmatrix.stage2=" + (data_dir() / "vm/guest/stage2").string() + " " + boot_append(g);
 }

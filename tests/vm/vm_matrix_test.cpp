@@ -168,6 +168,10 @@ TEST_F(VmMatrix, RecordsKernelAndBootParameters)
 {
 	EXPECT_NE(doc_["kernel"]["release"].get<std::string>().find("amd64"), std::string::npos);
 	EXPECT_NE(doc_["kernel"]["cmdline"].get<std::string>().find("movablecore="), std::string::npos);
+	// A starved TCG vCPU is no kernel bug: the guest's stall detectors are
+	// at their longest, as the kernel itself reports them.
+	EXPECT_EQ(doc_["kernel"]["stall_detectors"]["rcu_cpu_stall_timeout_s"], 300) << doc_["kernel"].dump();
+	EXPECT_EQ(doc_["kernel"]["stall_detectors"]["watchdog_thresh_s"], 60) << doc_["kernel"].dump();
 	EXPECT_EQ(doc_["rdma_device"], "rxe0");
 	EXPECT_EQ(doc_["module"]["migratetype_method"], "pageblock-bitmap");
 }
