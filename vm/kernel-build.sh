@@ -108,7 +108,10 @@ mkdir -p "$tree" "$out/patches"
 # A line every 30 s while it builds: time so far, the last build's, make's step.
 "$here/build-progress.sh" "$log" "$cache" "$pkg" "${fragments[@]##*/}" > /dev/null &
 progress=$!
-trap 'kill "$progress" 2>/dev/null; rm -rf "$tmp"' EXIT
+# bash runs the EXIT trap on a signal too (TERM, HUP); the heartbeat may
+# be gone already, from the same signal, and under set -e a failed kill
+# would end the trap before the rm.
+trap 'kill "$progress" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 # Settings from the caller's environment would redirect or break the build.
 unset ARCH CROSS_COMPILE KBUILD_OUTPUT KCONFIG_CONFIG O
 kmake() { make -C "$tree" "$@" >> "$log" 2>&1 || { tail -n 30 "$log" >&2; die "make $* failed (log: $log)"; }; }
@@ -166,8 +169,10 @@ for f in "${fragments[@]}"; do
 done
 [[ $bad -eq 0 ]] || die "the options above did not end up as the fragments ask"
 
-say "building bzImage and modules (make -j$(nproc), log: $log)"
-kmake -j"$(nproc)" bzImage modules
+# make's jobs: one per CPU, at most one per GiB available (vm/build-jobs.sh).
+read -r jobs why < <("$here/build-jobs.sh") || die "cannot size make's jobs (vm/build-jobs.sh)"
+say "building bzImage and modules (make -j$jobs $why; log: $log)"
+kmake -j"$jobs" bzImage modules
 release=$(make -s -C "$tree" kernelrelease)
 kmake modules_install INSTALL_MOD_PATH="$tmp/root"
 depmod -b "$tmp/root" "$release" || die "depmod failed"

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The suite's own kernel (vm/kconfig/pinmatrix.config, under the debug
+kernel too) runs every case the suite has a body for, and answers every
+question a case asks of it:
+
+- a case it skips must be one of MAY_SKIP, each for a reason no Kconfig
+  option of 6.1 removes; a skip for a missing option (no ext4 for the file
+  rows, no SECRETMEM, no UDMABUF) fails;
+- every give-back check (can the memory go back?) has an answer: an
+  unknown there (offlining without MEMORY_HOTREMOVE is EINVAL) fails;
+- a memory block that would not go offline is proved refused by the
+  kernel's count of failed migrations (/proc/vmstat pgmigrate_fail, which
+  needs VM_EVENT_COUNTERS), not only by the wait running out.
+
+Usage: suite_kernel_coverage.py RESULTS_JSON...
+"""
+
+import json
+import os
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unit"))
+from script_checks import check, verdict  # noqa: E402
+
+MAY_SKIP = {
+    "backing/hugetlb-1g-cma": "needs a boot with hugetlb_cma and a CPU with 1 GiB pages",
+    "pinner/rxe-odp": "rxe has no on-demand paging before 7.x (drivers/infiniband/sw/rxe/rxe_odp.c)",
+    "pinner/iommufd-mock": "iommufd is 6.2 on; the suite detects its mock domain, it has no body for it",
+    "pinner/vdpa-sim": "the suite detects the vDPA simulator, it has no body for it",
+    "pinner/vfio-type1": "needs a virtual IOMMU in the guest; the suite has no body for it",
+}
+
+
+def check_skip(path, case):
+    why = MAY_SKIP.get(case["id"])
+    print("%s: %s skipped (%s)%s" % (path, case["id"], case.get("reason", ""),
+                                     "" if why is None else ": expected, " + why))
+    check(why is not None, "%s: %s skipped on the suite's kernel: %s" % (path, case["id"], case.get("reason")))
+
+
+def check_give_back(path, case):
+    observed = case.get("observed")
+    give_back = observed.get("give_back") if isinstance(observed, dict) else None
+    for when, answer in (give_back or {}).items():
+        what = "%s: %s: give-back %s" % (path, case["id"], when)
+        check(answer.get("given_back") is not None, "%s unknown: %s" % (what, answer.get("detail")))
+        if answer.get("given_back") is False and answer.get("method", "").startswith("offline memory block"):
+            check("failed migrations" in answer.get("detail", ""),
+                  "%s refused without the kernel's count of failed migrations: %s" % (what, answer.get("detail")))
+    return len(give_back or {})
+
+
+def main(paths):
+    if not paths:
+        print("usage: suite_kernel_coverage.py RESULTS_JSON...", file=sys.stderr)
+        return 2
+    for path in paths:
+        with open(path) as f:
+            cases = json.load(f).get("cases", [])
+        check(cases, "%s: no cases" % path)
+        give_backs = 0
+        for case in cases:
+            if case.get("verdict") == "skip":
+                check_skip(path, case)
+            give_backs += check_give_back(path, case)
+        print("%s: %d cases, %d give-back checks" % (path, len(cases), give_backs))
+        check(give_backs > 0, "%s: no give-back check ran" % path)
+    return verdict("suite_kernel_coverage", "the suite's kernel runs every case with a body and answers every give-back")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
