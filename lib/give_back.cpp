@@ -44,24 +44,25 @@ int write_sysfs(const fs::path &file, const std::string &text)
 struct child_answer {
 	std::optional<int> err;	// nullopt: killed (at the bound, or at the proof)
 	int64_t latency_ns = 0;
-	uint64_t failed_migrations = 0;	// pgmigrate_fail's rise meanwhile (when watched)
+	std::optional<uint64_t> failed_migrations;	// pgmigrate_fail's rise meanwhile; nullopt: not counted
 };
 
-uint64_t pgmigrate_fail()
+// nullopt on a kernel without VM_EVENT_COUNTERS.
+std::optional<uint64_t> pgmigrate_fail()
 {
 	const auto counters = read_vmstat();
 	const auto it = counters.find("pgmigrate_fail");
-	return it == counters.end() ? 0 : it->second;
+	return it == counters.end() ? std::nullopt : std::optional<uint64_t>(it->second);
 }
 
 // text written to file by a child process, which is killed at the bound,
 // or, where a refusal is expected, once the pages failed to migrate
 // failed_migrations_proof times: the kernel's offlining loop stops only
-// for a fatal signal.
+// for a fatal signal. The failed migrations are counted in any case.
 child_answer write_in_child(const fs::path &file, const std::string &text, give_back_patience patience)
 {
 	const auto t0 = clock::now();
-	const uint64_t failed_before = patience.refusal_expected ? pgmigrate_fail() : 0;
+	const auto failed_before = pgmigrate_fail();
 	pid_t pid = fork();
 	if (pid < 0)
 		throw last_sys_error("fork");
@@ -70,10 +71,13 @@ child_answer write_in_child(const fs::path &file, const std::string &text, give_
 	child_answer a;
 	int status = 0;
 	auto since = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count(); };
+	auto proved = [&] {
+		return patience.refusal_expected && a.failed_migrations.value_or(0) >= failed_migrations_proof;
+	};
 	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (patience.refusal_expected)
-			a.failed_migrations = pgmigrate_fail() - failed_before;
-		if (clock::now() - t0 >= patience.bound || a.failed_migrations >= failed_migrations_proof) {
+		if (const auto now = pgmigrate_fail(); failed_before && now)
+			a.failed_migrations = *now - *failed_before;
+		if (clock::now() - t0 >= patience.bound || proved()) {
 			kill(pid, SIGKILL);
 			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 				;
@@ -148,16 +152,8 @@ give_back_attempt offline_block_of(uint64_t pfn, give_back_patience patience)
 	}
 	const child_answer a = write_in_child(block->dir / "state", "offline", patience);
 	g.latency_ns = a.latency_ns;
-	if (!a.err && a.failed_migrations >= failed_migrations_proof) {
-		g.given_back = false;
-		g.detail = "refused: " + std::to_string(a.failed_migrations) + " failed migrations in " +
-			   std::to_string(a.latency_ns / 1000000) +
-			   " ms (/proc/vmstat pgmigrate_fail; offline_pages() retries a page it cannot migrate "
-			   "until a fatal signal); stopped with SIGKILL";
-	} else if (!a.err) {
-		g.given_back = false;
-		g.detail = "still offlining after " + std::to_string(patience.bound.count()) +
-			   " ms (offline_pages() loops on a page it cannot migrate); stopped with SIGKILL";
+	if (!a.err) {
+		answer_unfinished_offline(g, a.failed_migrations, patience);
 	} else if (*a.err == 0) {
 		g.given_back = true;
 		g.detail = "offline; " + put_back_online(block->dir / "state");
@@ -282,6 +278,28 @@ give_back_attempt give_back_cma(uint64_t pfn, std::chrono::milliseconds bound)
 }
 
 } // namespace
+
+void answer_unfinished_offline(give_back_attempt &g, std::optional<uint64_t> failed_migrations,
+			       give_back_patience patience)
+{
+	const std::string ms = std::to_string(g.latency_ns / 1000000) + " ms";
+	const std::string counted = " (/proc/vmstat pgmigrate_fail; offline_pages() retries a page it cannot "
+				    "migrate until a fatal signal); stopped with SIGKILL";
+	if (!failed_migrations) {
+		g.detail = "still offlining after " + ms + ", and this kernel counts no failed migrations "
+			   "(no pgmigrate_fail in /proc/vmstat: VM_EVENT_COUNTERS) to tell a refusal from a slow "
+			   "block; stopped with SIGKILL";
+	} else if (*failed_migrations >= failed_migrations_proof) {
+		g.given_back = false;
+		g.detail = "refused: " + std::to_string(*failed_migrations) + " failed migrations in " + ms + counted;
+	} else {
+		g.detail = "still offlining after " + ms + " with " + std::to_string(*failed_migrations) +
+			   " failed migrations, fewer than the " + std::to_string(failed_migrations_proof) +
+			   " that prove a refusal: slow, not refused (the block's pages wait for room under "
+			   "memory pressure, or for the CPU; bound " +
+			   std::to_string(patience.bound.count()) + " ms)" + counted;
+	}
+}
 
 std::optional<std::string> give_back_obstacle(uint64_t pfn)
 {

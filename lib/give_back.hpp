@@ -13,9 +13,11 @@
 // hugetlb pages counted by the area's alloc_pages_success (CMA_SYSFS); then
 // it is freed again.
 //
-// The answer is true (given back), false (refused, or still looping at the
-// bound) or unknown with the reason (no memory hotplug in sysfs, a block
-// that was not online, a placement with no oracle here yet).
+// The answer is true (given back), false (refused: an errno, or failed
+// migrations counted while the block would not go offline) or unknown with
+// the reason (no memory hotplug in sysfs, a block that was not online, a
+// block still offlining at the bound without that proof, a placement with
+// no oracle here yet).
 
 #include <chrono>
 #include <cstdint>
@@ -42,16 +44,28 @@ struct give_back_patience {
 	bool refusal_expected;	// stop at the proof of refusal (never where the memory is expected back)
 };
 
-// Where a refusal is expected (B's first pin held): the proof, or 3 s.
-inline constexpr give_back_patience expecting_refusal{std::chrono::seconds(3), true};
-// Where the memory is expected back: a busy machine (memory pressure, TCG)
-// can take seconds to move a block, and may fail a migration on the way
-// (a reference taken for a moment), so no early stop; a refusal here fails
+// A busy machine (memory pressure, TCG) can take seconds to move a block
+// before it even reaches the page a pin holds.
+inline constexpr std::chrono::milliseconds offline_bound = std::chrono::seconds(12);
+// Where a refusal is expected (B's first pin held): the proof, or the bound
+// (a quiet machine proves it within half a second).
+inline constexpr give_back_patience expecting_refusal{offline_bound, true};
+// Where the memory is expected back: a migration may fail on the way (a
+// reference taken for a moment), so no early stop; a refusal here fails
 // the case.
-inline constexpr give_back_patience expecting_return{std::chrono::seconds(12), false};
+inline constexpr give_back_patience expecting_return{offline_bound, false};
 // Failed migrations of the block's pages, while it offlines, that prove a
 // refusal: more than one, so that one page held for a moment is not it.
 inline constexpr uint64_t failed_migrations_proof = 3;
+
+// The answer of an offline that had not ended when the child was killed (at
+// the proof, or at the bound), from /proc/vmstat's pgmigrate_fail rise
+// meanwhile (nullopt: the kernel does not count it, no VM_EVENT_COUNTERS).
+// Refused only with the proof: a block still offlining with fewer failed
+// migrations is slow, not refused (its pages wait for room under memory
+// pressure, or for the CPU), and unknown. Sets g.given_back and g.detail.
+void answer_unfinished_offline(give_back_attempt &g, std::optional<uint64_t> failed_migrations,
+			       give_back_patience patience);
 
 // Why the memory holding pfn could not be given back whatever the pins:
 // no memory hotplug in sysfs, a block that is not online, or a block with

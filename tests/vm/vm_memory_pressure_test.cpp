@@ -94,6 +94,24 @@ TEST_F(VmMemoryPressure, EveryCasePassesOrCannotFindItsPlacement)
 	EXPECT_GT(pass, 0) << "nothing ran under pressure";
 }
 
+// A block the pressure only slows down is not a refusal: every refused
+// offline is proved by the kernel's count of failed migrations, else the
+// answer is unknown (lib/give_back.hpp: answer_unfinished_offline).
+TEST_F(VmMemoryPressure, EveryRefusedOfflineIsProvedByFailedMigrations)
+{
+	for (const auto &c : results_["cases"]) {
+		if (!c["observed"].is_object() || !c["observed"].contains("give_back"))
+			continue;
+		for (const auto &[when, g] : c["observed"]["give_back"].items()) {
+			const std::string method = g.value("method", ""), detail = g.value("detail", "");
+			if (g["given_back"] != false || method.rfind("offline memory block", 0) != 0)
+				continue;
+			EXPECT_NE(detail.find("failed migrations"), std::string::npos)
+				<< c["id"] << " " << when << ": " << detail;
+		}
+	}
+}
+
 TEST_F(VmMemoryPressure, EveryPinWasReleased)
 {
 	const auto &v = results_["vmstat_after"];

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+// The give-back oracle's answer for a block that had not gone offline when
+// its child was killed (lib/give_back.hpp: answer_unfinished_offline): a
+// refusal needs the kernel's count of failed migrations; a block that is
+// only slow (memory pressure, a starved vCPU) is unknown, never a refusal
+// that fails a case whose memory was expected back.
+
+#include <gtest/gtest.h>
+
+#include "give_back.hpp"
+#include "pin_judge.hpp"
+#include "plan.hpp"
+
+using namespace pinmatrix;
+
+namespace {
+
+give_back_attempt unfinished(std::optional<uint64_t> failed_migrations, give_back_patience patience)
+{
+	give_back_attempt g{"offline memory block 6", std::nullopt, "", patience.bound.count() * 1000000};
+	answer_unfinished_offline(g, failed_migrations, patience);
+	return g;
+}
+
+bool says(const give_back_attempt &g, const char *text)
+{
+	return g.detail.find(text) != std::string::npos;
+}
+
+} // namespace
+
+TEST(GiveBack, FailedMigrationsProveARefusal)
+{
+	for (const auto patience : {expecting_refusal, expecting_return}) {
+		const auto g = unfinished(failed_migrations_proof + 2, patience);
+		EXPECT_EQ(g.given_back, false) << g.detail;
+		EXPECT_TRUE(says(g, "refused: 5 failed migrations in ")) << g.detail;
+	}
+}
+
+// vm.memory-pressure, movable-mlock: the registration had moved the page
+// out, stress-ng left 16 MB available, and the block was still offlining
+// at 12 s with no failed migration; the control then went in 35 ms.
+TEST(GiveBack, ASlowBlockIsUnknownNotRefused)
+{
+	for (const uint64_t failed : {uint64_t(0), failed_migrations_proof - 1}) {
+		const auto g = unfinished(failed, expecting_return);
+		EXPECT_EQ(g.given_back, std::nullopt) << g.detail;
+		EXPECT_TRUE(says(g, "still offlining after 12000 ms")) << g.detail;
+		EXPECT_TRUE(says(g, "slow, not refused")) << g.detail;
+	}
+	EXPECT_EQ(unfinished(0, expecting_refusal).given_back, std::nullopt);
+}
+
+TEST(GiveBack, WithoutTheCounterARefusalCannotBeToldFromSlowness)
+{
+	for (const auto patience : {expecting_refusal, expecting_return}) {
+		const auto g = unfinished(std::nullopt, patience);
+		EXPECT_EQ(g.given_back, std::nullopt) << g.detail;
+		EXPECT_TRUE(says(g, "VM_EVENT_COUNTERS")) << g.detail;
+	}
+}
+
+// The case that failed under memory pressure, judged again: its answers
+// as the oracle gives them now.
+TEST(GiveBack, ASlowBlockFailsNoCase)
+{
+	const case_def *mlock = nullptr;
+	for (const auto &c : pin_cases())
+		if (c.id == "movable-mlock")
+			mlock = &c;
+	ASSERT_NE(mlock, nullptr);
+	observation obs;
+	obs.give_back_held = unfinished(0, expecting_return);
+	obs.give_back_control = give_back_attempt{"offline memory block 6", true, "offline", 35000000};
+	const auto r = judge(*mlock, obs);
+	EXPECT_EQ(r.reason.find("memory not given back"), std::string::npos) << r.reason;
+}
