@@ -45,7 +45,17 @@ struct child_answer {
 	std::optional<int> err;	// nullopt: killed (at the bound, or at the proof)
 	int64_t latency_ns = 0;
 	std::optional<uint64_t> failed_migrations;	// pgmigrate_fail's rise meanwhile; nullopt: not counted
+	std::optional<std::string> alive_after_kill;	// where it was exit_after_kill after SIGKILL
 };
+
+// What a detail adds for a child that outlived its SIGKILL.
+std::string left_running(const child_answer &a)
+{
+	if (!a.alive_after_kill)
+		return "";
+	return "; still running " + std::to_string(exit_after_kill.count() / 1000) + " s after SIGKILL (" +
+	       *a.alive_after_kill + "): the kernel did not stop for a fatal signal, the child is left running";
+}
 
 // nullopt on a kernel without VM_EVENT_COUNTERS.
 std::optional<uint64_t> pgmigrate_fail()
@@ -79,8 +89,7 @@ child_answer write_in_child(const fs::path &file, const std::string &text, give_
 			a.failed_migrations = *now - *failed_before;
 		if (clock::now() - t0 >= patience.bound || proved()) {
 			kill(pid, SIGKILL);
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-				;
+			a.alive_after_kill = reap_within(pid, status, exit_after_kill);
 			a.latency_ns = since();
 			return a;
 		}
@@ -154,6 +163,7 @@ give_back_attempt offline_block_of(uint64_t pfn, give_back_patience patience)
 	g.latency_ns = a.latency_ns;
 	if (!a.err) {
 		answer_unfinished_offline(g, a.failed_migrations, patience);
+		g.detail += left_running(a);
 	} else if (*a.err == 0) {
 		g.given_back = true;
 		g.detail = "offline; " + put_back_online(block->dir / "state");
@@ -209,7 +219,8 @@ give_back_attempt whole_area_via_debugfs(const debugfs_area &a, std::chrono::mil
 							   ? "NOT freed again (the area stays allocated)"
 							   : "freed again");
 	else
-		g.detail = !c.err ? "still allocating after " + std::to_string(bound.count()) + " ms; stopped with SIGKILL"
+		g.detail = !c.err ? "still allocating after " + std::to_string(bound.count()) +
+					    " ms; stopped with SIGKILL" + left_running(c)
 				  : "refused: " + errno_name(*c.err);
 	return g;
 }
@@ -257,7 +268,8 @@ give_back_attempt whole_area_via_hugetlb(const hugetlb_area &a, std::chrono::mil
 	const uint64_t got = (read_number_file(a.sysfs / "alloc_pages_success").value_or(*success) - *success) / per_page;
 	g.given_back = got >= wanted;
 	g.detail = std::to_string(got) + " of " + std::to_string(wanted) + " from the area" +
-		   (!c.err ? " (still allocating after " + std::to_string(bound.count()) + " ms; stopped with SIGKILL)"
+		   (!c.err ? " (still allocating after " + std::to_string(bound.count()) + " ms; stopped with SIGKILL" +
+				     left_running(c) + ")"
 			   : "") +
 		   "; " + (write_sysfs(gigantic_pages, std::to_string(*before)) ? "nr_hugepages NOT put back"
 										 : "released again");
@@ -278,6 +290,25 @@ give_back_attempt give_back_cma(uint64_t pfn, std::chrono::milliseconds bound)
 }
 
 } // namespace
+
+std::optional<std::string> reap_within(pid_t pid, int &status, std::chrono::milliseconds bound)
+{
+	const auto end = clock::now() + bound;
+	for (;;) {
+		const pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			return std::nullopt;
+		if (clock::now() >= end)
+			break;
+		std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	}
+	const std::string proc = "/proc/" + std::to_string(pid);
+	const std::string stat = read_text_file(proc + "/stat");
+	const std::string wchan = trimmed(read_text_file(proc + "/wchan"));
+	const auto close = stat.rfind(") ");
+	return "state " + (close == std::string::npos ? std::string("?") : stat.substr(close + 2, 1)) +
+	       (wchan.empty() || wchan == "0" ? "" : " at " + wchan);
+}
 
 void answer_unfinished_offline(give_back_attempt &g, std::optional<uint64_t> failed_migrations,
 			       give_back_patience patience)

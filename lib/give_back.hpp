@@ -19,6 +19,8 @@
 // block still offlining at the bound without that proof, a placement with
 // no oracle here yet).
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -75,6 +77,19 @@ void answer_unfinished_offline(give_back_attempt &g, std::optional<uint64_t> fai
 std::optional<std::string> give_back_obstacle(uint64_t pfn);
 // !give_back_obstacle(pfn): a page the pin suite prefers (lib/placement.hpp).
 bool memory_can_go_back(uint64_t pfn);
+
+// How long a child killed at its bound or proof may take to exit.
+// offline_pages() sees a fatal signal at its next pass, but a pass can wait
+// in the kernel where none reaches it (seen once on 6.12 under TCG: a
+// gup-ref block still offlining 100 s after SIGKILL, the case timed out in
+// waitpid() and its verdict was lost). Past it the attempt's answer stands
+// and says so; the child is left running.
+inline constexpr std::chrono::milliseconds exit_after_kill = std::chrono::seconds(10);
+
+// Waits at most `bound` for the child pid to exit, reaping it (its status
+// in `status`). nullopt: it exited; else where it was at the bound ("state
+// R", "state S at do_nanosleep"), left as it is.
+std::optional<std::string> reap_within(pid_t pid, int &status, std::chrono::milliseconds bound);
 
 // Asks for the memory holding pfn back, for a page in `placement`
 // ("movable", "cma", ...; other placements have nothing to give back).

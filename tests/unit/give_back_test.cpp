@@ -5,6 +5,10 @@
 // only slow (memory pressure, a starved vCPU) is unknown, never a refusal
 // that fails a case whose memory was expected back.
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "give_back.hpp"
@@ -75,4 +79,24 @@ TEST(GiveBack, ASlowBlockFailsNoCase)
 	obs.give_back_control = give_back_attempt{"offline memory block 6", true, "offline", 35000000};
 	const auto r = judge(*mlock, obs);
 	EXPECT_EQ(r.reason.find("memory not given back"), std::string::npos) << r.reason;
+}
+
+// A child that outlives its SIGKILL (an offline stuck in the kernel) must
+// not keep the case waiting: reap_within() gives up at its bound and says
+// where the child was. Here a child that was not killed stands for it.
+TEST(GiveBack, AChildThatDoesNotExitIsLeftWithWhereItWas)
+{
+	const pid_t sleeper = fork();
+	ASSERT_GE(sleeper, 0);
+	if (sleeper == 0) {
+		pause();
+		_exit(0);
+	}
+	int status = 0;
+	const auto where = reap_within(sleeper, status, std::chrono::milliseconds(200));
+	ASSERT_TRUE(where.has_value());
+	EXPECT_EQ(where->rfind("state S", 0), 0u) << *where;
+	kill(sleeper, SIGKILL);
+	EXPECT_EQ(reap_within(sleeper, status, std::chrono::seconds(10)), std::nullopt);
+	EXPECT_TRUE(WIFSIGNALED(status));
 }
