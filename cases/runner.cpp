@@ -235,12 +235,11 @@ void running_task_evidence(pid_t pid, json &e)
 // it sleeps or spins, and the kernel's own dump of it.
 json stuck_task_evidence(pid_t pid)
 {
-	const std::string proc = "/proc/" + std::to_string(pid);
 	json e = {{"pid", pid}};
-	const std::string stat = read_or_empty(proc + "/stat");
-	if (const auto close = stat.rfind(") "); close != std::string::npos)
-		e["state"] = stat.substr(close + 2, 1);
-	e["wchan"] = read_or_empty(proc + "/wchan");
+	const task_state t = read_task_state(pid);
+	if (!t.state.empty())
+		e["state"] = t.state;
+	e["wchan"] = t.wchan;
 	if (e.value("state", "?") == "R")
 		running_task_evidence(pid, e);
 	else
@@ -261,7 +260,7 @@ std::string where_stuck(const json &e)
 					      ? "spinning at " + e["spins_at"].get<std::string>() +
 							" (state R; CPU backtrace in stuck_task)"
 					      : std::string("where is unknown (state R; in no CPU backtrace)"));
-	return "state " + state + (wchan.empty() || wchan == "0" ? "" : " at " + wchan);
+	return task_state{e.value("state", ""), wchan}.where();
 }
 
 // Runs one case in a child process, bounded by the case timeout. The child

@@ -302,12 +302,7 @@ std::optional<std::string> reap_within(pid_t pid, int &status, std::chrono::mill
 			break;
 		std::this_thread::sleep_for(std::chrono::milliseconds(5));
 	}
-	const std::string proc = "/proc/" + std::to_string(pid);
-	const std::string stat = read_text_file(proc + "/stat");
-	const std::string wchan = trimmed(read_text_file(proc + "/wchan"));
-	const auto close = stat.rfind(") ");
-	return "state " + (close == std::string::npos ? std::string("?") : stat.substr(close + 2, 1)) +
-	       (wchan.empty() || wchan == "0" ? "" : " at " + wchan);
+	return read_task_state(pid).where();
 }
 
 void answer_unfinished_offline(give_back_attempt &g, std::optional<uint64_t> failed_migrations,

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "text.hpp"
+
 namespace pinmatrix {
 
 std::string read_text_file(const std::string &path)
@@ -15,6 +17,23 @@ std::string read_text_file(const std::string &path)
 	std::ostringstream s;
 	s << in.rdbuf();
 	return s.str();
+}
+
+task_state read_task_state(pid_t pid)
+{
+	const std::string proc = "/proc/" + std::to_string(pid);
+	const std::string stat = read_text_file(proc + "/stat");
+	task_state t;
+	if (const auto close = stat.rfind(") "); close != std::string::npos && close + 2 < stat.size())
+		t.state = stat.substr(close + 2, 1);
+	t.wchan = trimmed(read_text_file(proc + "/wchan"));
+	return t;
+}
+
+std::string task_state::where() const
+{
+	return "state " + (state.empty() ? std::string("?") : state) +
+	       (wchan.empty() || wchan == "0" ? "" : " at " + wchan);
 }
 
 std::optional<uint64_t> read_number_file(const std::string &path)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -16,6 +18,15 @@ struct kernel_info {
 };
 
 kernel_info read_kernel_info();
+
+// A task as the scheduler has it: its state (/proc/PID/stat's field after
+// the command: R, S, D, ...) and where it sleeps (/proc/PID/wchan; "0" or
+// empty while it runs). Both empty for a task that is gone.
+struct task_state {
+	std::string state, wchan;
+	std::string where() const;	// "state S at do_wait", "state R", "state ?"
+};
+task_state read_task_state(pid_t pid);
 
 // /proc/vmstat counters by name (nr_foll_pin_acquired, ...).
 std::map<std::string, uint64_t> read_vmstat();

@@ -453,14 +453,6 @@ struct child_process {
 	}
 };
 
-// The single-letter state of /proc/PID/stat ("D": uninterruptible sleep).
-char task_state(pid_t pid)
-{
-	const std::string stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
-	const auto close = stat.rfind(") ");
-	return close == std::string::npos ? '?' : stat[close + 2];
-}
-
 } // namespace
 
 TEST(ModuleUnload, RefusedWhilePinsAreHeldThenCleanOnceReleased)
@@ -523,12 +515,12 @@ TEST(ModuleUnload, APinStuckInTheKernelHoldsTheModuleUntilKilled)
 	}
 	// Stuck: the task sleeps in the kernel with the pages pinned.
 	for (int i = 0; i < 1000 && (pins_outstanding() != outstanding + int64_t(pages_held) ||
-				     task_state(pid) != 'D');
+				     read_task_state(pid).state != "D");
 	     i++)
 		usleep(10'000);
 	std::ofstream(stall_param) << "N" << std::flush; // only that one pin stalls
 	EXPECT_EQ(pins_outstanding(), outstanding + int64_t(pages_held));
-	EXPECT_EQ(task_state(pid), 'D');
+	EXPECT_EQ(read_task_state(pid).state, "D");
 	const std::string stack = read_text_file("/proc/" + std::to_string(pid) + "/stack");
 	EXPECT_NE(stack.find("pm_stall_until_killed"), std::string::npos) << stack;
 	// A signal that does not kill it does not end the sleep.
@@ -848,7 +840,7 @@ TEST(ModuleLocking, APinWaitingInGupBlocksNoOtherCallAndSigkillEndsIt)
 	ASSERT_EQ(kill(other.pid, SIGKILL), 0);
 	int status = reap_within(other.pid, 5'000);
 	EXPECT_NE(status, -1) << "SIGKILL did not end the other process within 5 s (state "
-			      << task_state(other.pid) << ")";
+			      << read_task_state(other.pid).state << ")";
 	if (status != -1) {
 		other.pid = -1;
 		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
@@ -856,7 +848,7 @@ TEST(ModuleLocking, APinWaitingInGupBlocksNoOtherCallAndSigkillEndsIt)
 	ASSERT_EQ(kill(stuck.pid, SIGKILL), 0);
 	status = reap_within(stuck.pid, 5'000);
 	EXPECT_NE(status, -1) << "SIGKILL did not end the process whose pin waits in GUP within 5 s (state "
-			      << task_state(stuck.pid) << ")";
+			      << read_task_state(stuck.pid).state << ")";
 	if (status != -1) {
 		stuck.pid = -1;
 		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
