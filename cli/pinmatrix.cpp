@@ -21,6 +21,8 @@
 #include "kernels.hpp"
 #include "launcher.hpp"
 #include "reports.hpp"
+#include "promises_report.hpp"
+#include "terminal_table.hpp"
 #include "fleet.hpp"
 #include "kcidb.hpp"
 #include "user_input.hpp"
@@ -204,6 +206,29 @@ subcommand add_cases(CLI::App &app)
 	return {cmd, [opt] {
 			check(opt->pins);
 			print_cases(*opt);
+			return 0;
+		}};
+}
+
+// `pinmatrix promises`: what the suite promises to check, the cases that
+// check each promise and the mutants that prove those cases can fail.
+subcommand add_promises(CLI::App &app)
+{
+	auto filter = std::make_shared<promises_filter>();
+	auto format = std::make_shared<std::string>("text");
+	auto *cmd = app.add_subcommand(
+		"promises", "Every promise of both contracts, the cases that check it, the mutants that prove them");
+	cmd->add_option("--contract", filter->contract, "Only this contract's promises: pin or ualink")
+		->check(CLI::IsMember({"pin", "ualink"}));
+	cmd->add_flag("--unproved", filter->unproved_only, "Only the promises that no mutant proves");
+	cmd->add_option("--format", *format, "text, or json (the promise and mutant tables and their counts)")
+		->capture_default_str()
+		->check(CLI::IsMember({"text", "json"}));
+	return {cmd, [filter, format] {
+			if (*format == "json")
+				std::cout << promises_json(*filter).dump(2) << '\n';
+			else
+				std::cout << format_promises_text(*filter, terminal_width().value_or(default_table_width));
 			return 0;
 		}};
 }
@@ -424,7 +449,7 @@ bool known_command(CLI::App &app, int argc, char **argv)
 		if (sub->get_name() == argv[1])
 			return true;
 	std::cerr << "pinmatrix: unknown command '" << argv[1]
-		  << "' (commands: cases, run, vm, kernel, report, explain; see --help)\n";
+		  << "' (commands: cases, promises, run, vm, kernel, report, explain; see --help)\n";
 	return false;
 }
 
@@ -458,7 +483,7 @@ int main(int argc, char **argv)
 	const auto split = split_explain(argc, argv);
 	if (!split)
 		return exit_usage;
-	const std::vector<subcommand> subs = {add_cases(app), add_run(app), add_vm(app),
+	const std::vector<subcommand> subs = {add_cases(app), add_promises(app), add_run(app), add_vm(app),
 					      add_kernel(app), add_report(app), add_explain(app, split->second)};
 	if (!known_command(app, argc, argv))
 		return exit_usage;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace pinmatrix {
 
@@ -22,6 +23,20 @@ inline std::string trimmed(std::string s)
 	while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
 		s.pop_back();
 	return s;
+}
+
+// Strings (or string_views) one after another with sep between: "a, b".
+template <typename Range> std::string join(const Range &items, std::string_view sep)
+{
+	std::string out;
+	bool first = true;
+	for (const auto &item : items) {
+		if (!first)
+			out += sep;
+		out += std::string_view(item);
+		first = false;
+	}
+	return out;
 }
 
 } // namespace pinmatrix

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "bench_report.hpp"
+#include "promises_report.hpp"
 #include "report_input.hpp"
 #include "reports.hpp"
 #include "svg_plot.hpp"
@@ -880,6 +881,7 @@ std::string format_html(const json &doc, const json *bench)
 	out << "</section>\n";
 	if (bench)
 		out << report::bench_html_section(*bench);
+	out << promises_html_section(doc.value("cases", json::array()));
 	render_run(out, doc);
 	out << "</main>\n<footer>Made from results.json (schema " << h(text_at(doc, "schema")) << ") by "
 	    << "<code>pinmatrix report</code>. Self-contained: no script, nothing fetched.</footer>\n</body>\n</html>\n";

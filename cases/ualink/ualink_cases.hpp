@@ -57,13 +57,14 @@ struct case_def {
 const std::vector<case_def> &case_table();
 const case_def &case_by_id(const std::string &id);
 
-// The model's fault-injection bits (uapi/ualink_sim.h) and the case that
-// must FAIL when each is on.
+// The model's fault-injection bits (uapi/ualink_sim.h) and the cases that
+// must FAIL when each is on: the model's rows of the mutant table
+// (matrix/promises.hpp).
 struct fault_def {
 	uint32_t bit;
 	std::string_view name;
 	std::string_view deviation;
-	std::string_view caught_by;	// case name
+	std::vector<std::string_view> caught_by;	// case ids
 };
 const std::vector<fault_def> &fault_table();
 

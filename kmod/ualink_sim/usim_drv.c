@@ -103,7 +103,8 @@ struct usim_pod usim_pod = {
 /*
  * Not const: UALINK_SIM_FAULT_PRIMARY_NO_AUTH takes DRM_AUTH off the handle
  * ioctl's entry (usim_faults_set()), as if the driver had registered it with
- * DRM_RENDER_ALLOW alone; drm_ioctl() reads an entry's flags once per call.
+ * DRM_RENDER_ALLOW alone, and UALINK_SIM_FAULT_ROOT_ONLY adds DRM_ROOT_ONLY;
+ * drm_ioctl() reads an entry's flags once per call.
  */
 static struct drm_ioctl_desc usim_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(UALINK_SIM_GEM_CREATE, usim_gem_create_ioctl, DRM_RENDER_ALLOW),
@@ -213,8 +214,15 @@ static const struct file_operations usim_fops = {
 #endif
 };
 
+/* After the file's GEM handles went: its exports no longer name it. */
+static void usim_postclose(struct drm_device *dev, struct drm_file *file)
+{
+	usim_file_closed(to_accel(dev), file);
+}
+
 static const struct drm_driver usim_driver = {
 	.driver_features		= DRIVER_GEM | DRIVER_RENDER,
+	.postclose			= usim_postclose,
 	.ioctls				= usim_ioctls,
 	.num_ioctls			= ARRAY_SIZE(usim_ioctls),
 	.fops				= &usim_fops,

@@ -127,12 +127,16 @@ static int usim_npa_show(struct seq_file *m, void *unused)
 	struct usim_import *imp;
 	unsigned int i;
 
+	/*
+	 * Only what the import record holds: a show that followed its
+	 * pointers (imp->exp, imp->obj) would oops, with the lock held, on a
+	 * record a bug left dangling, and hang every later ioctl of the pod.
+	 */
 	mutex_lock(&usim_pod.lock);
 	for (i = 0; i < usim_pod.n; i++)
 		list_for_each_entry(imp, &usim_pod.accel[i]->imports, imp_link)
 			seq_printf(m, "importer %u exporter %u npa 0x%llx size 0x%zx\n",
-				   imp->importer->id, imp->exp->accel->id, imp->npa,
-				   imp->obj->base.size);
+				   usim_pod.accel[i]->id, imp->exporter_id, imp->npa, imp->size);
 	mutex_unlock(&usim_pod.lock);
 	return 0;
 }
@@ -152,7 +156,9 @@ static int usim_faults_set(void *data, u64 val)
 	if (val > U32_MAX)
 		return -EINVAL;
 	if (val & UALINK_SIM_FAULT_PRIMARY_NO_AUTH)
-		flags = DRM_RENDER_ALLOW;
+		flags &= ~DRM_AUTH;
+	if (val & UALINK_SIM_FAULT_ROOT_ONLY)
+		flags |= DRM_ROOT_ONLY;
 	usim_handle_ioctl_set_flags(flags);
 	WRITE_ONCE(usim_pod.faults, val);
 	return 0;

@@ -17,6 +17,7 @@
 #include <linux/mutex.h>
 #include <linux/random.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
 
@@ -24,6 +25,7 @@
 #include <drm/drm_gem.h>
 #include <drm/drm_gem_shmem_helper.h>
 #include <drm/drm_prime.h>
+#include <drm/drm_print.h>
 
 #include "amdgpu_ualink.h"
 #include "ualink_sim.h"
@@ -38,10 +40,8 @@ static void usim_import_destroy(struct usim_import *imp)
 	list_del(&imp->exp_link);
 	list_del(&imp->imp_link);
 	imp->obj->imp = NULL;
-	if (imp->pinned) {
-		imp->exp->bo->pins--;
-		usim_pod.pins--;
-	}
+	imp->exp->bo->pins -= imp->pins;
+	usim_pod.pins -= imp->pins;
 	dma_buf_put(imp->dmabuf);
 	kfree(imp);
 	usim_pod.imports--;
@@ -95,14 +95,26 @@ static void usim_forget_revoked(struct usim_accel *accel)
 	}
 }
 
+/* Every importer of @exp loses access; the handle stays. */
+static void usim_export_drop_importers(struct usim_export *exp)
+{
+	struct usim_import *imp;
+
+	lockdep_assert_held(&usim_pod.lock);
+	while (!list_empty(&exp->importers)) {
+		imp = list_first_entry(&exp->importers, struct usim_import, exp_link);
+		usim_import_destroy(imp);
+	}
+}
+
 /*
  * A node reset or gone offline: what it exported and imported is lost, and
  * its peers clean up their side (importers of its memory lose access,
- * exporters drop the pins they held for it).
+ * exporters drop the pins they held for it), and only its side.
  */
 void usim_node_lost(struct usim_accel *accel, bool force)
 {
-	struct usim_import *imp, *tmp;
+	struct usim_import *imp;
 	struct usim_export *exp;
 	unsigned long index;
 
@@ -110,10 +122,49 @@ void usim_node_lost(struct usim_accel *accel, bool force)
 	usim_forget_revoked(accel);
 	if (!force && usim_fault(UALINK_SIM_FAULT_NO_PEER_CLEANUP))
 		return;
-	list_for_each_entry_safe(imp, tmp, &accel->imports, imp_link)
-		usim_import_destroy(imp);
+	while (!list_empty(&accel->imports)) {
+		imp = list_first_entry(&accel->imports, struct usim_import, imp_link);
+		if (!force && usim_fault(UALINK_SIM_FAULT_RESET_DROPS_ALL_IMPORTERS))
+			usim_export_drop_importers(imp->exp);
+		else
+			usim_import_destroy(imp);
+	}
 	xa_for_each(&accel->exports, index, exp)
 		usim_export_destroy(exp);
+}
+
+/*
+ * A DRM file of @accel closes (after its GEM handles did): the exports it
+ * made no longer name it. UALINK_SIM_FAULT_REVOKE_ON_EXPORTER_FILE_CLOSE
+ * revokes them instead, whoever else holds a GEM handle of the BO.
+ */
+void usim_file_closed(struct usim_accel *accel, struct drm_file *file)
+{
+	struct usim_export *exp;
+	unsigned long index;
+
+	mutex_lock(&usim_pod.lock);
+	xa_for_each(&accel->exports, index, exp) {
+		if (exp->file != file)
+			continue;
+		exp->file = NULL;
+		if (usim_fault(UALINK_SIM_FAULT_REVOKE_ON_EXPORTER_FILE_CLOSE))
+			usim_export_destroy(exp);
+	}
+	mutex_unlock(&usim_pod.lock);
+}
+
+/*
+ * handle_hi as the importer gave it against the exporter's.
+ * UALINK_SIM_FAULT_HANDLE_HI_BYTE_IGNORED: bits 40-47 are not compared.
+ */
+static bool usim_hi_matches(u64 stored, u64 given)
+{
+	u64 mask = ~0ULL;
+
+	if (usim_fault(UALINK_SIM_FAULT_HANDLE_HI_BYTE_IGNORED))
+		mask &= ~GENMASK_ULL(47, 40);
+	return !((stored ^ given) & mask);
 }
 
 /* Imported objects */
@@ -183,7 +234,8 @@ static int usim_index_export(struct usim_accel *accel, struct usim_export *exp)
 	return ret;
 }
 
-static struct usim_export *usim_export_create(struct usim_accel *accel, struct usim_bo *bo)
+static struct usim_export *usim_export_create(struct usim_accel *accel, struct drm_file *file,
+					      struct usim_bo *bo)
 {
 	u64 npages = bo->base.base.size >> PAGE_SHIFT;
 	u64 limit = (u64)READ_ONCE(usim_pin_limit_mib) << (20 - PAGE_SHIFT);
@@ -203,6 +255,7 @@ static struct usim_export *usim_export_create(struct usim_accel *accel, struct u
 		goto err_free;
 	exp->accel = accel;
 	exp->bo = bo;
+	exp->file = file;
 	INIT_LIST_HEAD(&exp->importers);
 	ret = usim_index_export(accel, exp);
 	if (ret)
@@ -252,7 +305,7 @@ static int usim_export(struct usim_accel *accel, struct drm_file *file, u32 gem_
 	 * The ioctl checked accel_state unlocked: if the node went offline
 	 * since, its cleanup has run and nothing may be registered after it.
 	 */
-	if (accel->state != USIM_STATE_ACTIVE) {
+	if (!usim_accel_active(accel)) {
 		ret = -EOPNOTSUPP;
 		goto out_unlock;
 	}
@@ -272,7 +325,7 @@ static int usim_export(struct usim_accel *accel, struct drm_file *file, u32 gem_
 		}
 	}
 	if (!exp) {
-		exp = usim_export_create(accel, bo);
+		exp = usim_export_create(accel, file, bo);
 		if (IS_ERR(exp)) {
 			ret = PTR_ERR(exp);
 			goto out_unlock;
@@ -298,7 +351,7 @@ static struct drm_gem_object *usim_find_revoked(struct usim_accel *accel, u64 lo
 	if (!usim_fault(UALINK_SIM_FAULT_LOCAL_IMPORT_REVOKED))
 		return NULL;
 	r = xa_load(&accel->revoked, lo);
-	return r && r->hi == hi ? r->obj : NULL;
+	return r && usim_hi_matches(r->hi, hi) ? r->obj : NULL;
 }
 
 /* amdgpu_ualink_local_import(): no NPA, the exporter's own dma-buf. */
@@ -311,7 +364,8 @@ static struct dma_buf *usim_local_import(struct usim_accel *accel, struct drm_fi
 
 	mutex_lock(&usim_pod.lock);
 	exp = xa_load(&accel->exports, lo);
-	if (exp && (exp->hi == hi || usim_fault(UALINK_SIM_FAULT_LOCAL_LOW_HALF_MATCH)))
+	if (exp && (usim_hi_matches(exp->hi, hi) ||
+		    usim_fault(UALINK_SIM_FAULT_LOCAL_LOW_HALF_MATCH)))
 		obj = &exp->bo->base.base;
 	else
 		obj = usim_find_revoked(accel, lo, hi);
@@ -328,6 +382,21 @@ static struct dma_buf *usim_local_import(struct usim_accel *accel, struct drm_fi
 	return dmabuf;
 }
 
+/*
+ * A refused re-import. UALINK_SIM_FAULT_REFUSED_IMPORT_PINS: it took a pin
+ * on the exporter's BO first and its error path forgets it (held until the
+ * import goes).
+ */
+static int usim_refuse_reimport(struct usim_import *imp)
+{
+	if (usim_fault(UALINK_SIM_FAULT_REFUSED_IMPORT_PINS)) {
+		imp->pins++;
+		imp->exp->bo->pins++;
+		usim_pod.pins++;
+	}
+	return -EINVAL;
+}
+
 /* Imported here before: a new reference to the same object. */
 static struct usim_import *usim_find_import(struct usim_accel *accel, u64 lo, u64 hi, int *err)
 {
@@ -340,13 +409,37 @@ static struct usim_import *usim_find_import(struct usim_accel *accel, u64 lo, u6
 		if (imp->lo != lo)
 			continue;
 		/* The posted driver matches handle_lo alone here. */
-		if (imp->hi != hi && !usim_fault(UALINK_SIM_FAULT_LOW_HALF_MATCH)) {
-			*err = -EINVAL;
+		if (!usim_hi_matches(imp->hi, hi) && !usim_fault(UALINK_SIM_FAULT_LOW_HALF_MATCH)) {
+			*err = usim_refuse_reimport(imp);
 			return NULL;
 		}
 		return imp;
 	}
 	return NULL;
+}
+
+/*
+ * UALINK_SIM_FAULT_NPA_IN_DMABUF_NAME and _NPA_IN_KERNEL_LOG: the NPA shown
+ * where user space reads it, the dma-buf's name (fdinfo, readlink of the fd)
+ * and the kernel log. Without them it never leaves the kernel.
+ */
+static void usim_npa_leak_faults(struct usim_accel *accel, struct dma_buf *dmabuf,
+				 const struct usim_import *imp)
+{
+	char *name;
+
+	if (usim_fault(UALINK_SIM_FAULT_NPA_IN_KERNEL_LOG))
+		drm_info(&accel->drm, "import of 0x%llx from accelerator %u: npa 0x%llx\n",
+			 imp->lo, imp->exporter_id, imp->npa);
+	if (!usim_fault(UALINK_SIM_FAULT_NPA_IN_DMABUF_NAME))
+		return;
+	name = kasprintf(GFP_KERNEL, "npa:0x%llx", imp->npa);
+	if (!name)
+		return;
+	spin_lock(&dmabuf->name_lock);
+	kfree(dmabuf->name);
+	dmabuf->name = name;
+	spin_unlock(&dmabuf->name_lock);
 }
 
 /*
@@ -363,12 +456,13 @@ static struct usim_import *usim_import_create(struct usim_accel *accel, struct u
 	size_t size;
 
 	/* An offline peer never answers: amdgpu times the request out. */
-	if (peer->state != USIM_STATE_ACTIVE) {
+	if (!usim_accel_active(peer)) {
 		*err = -ETIMEDOUT;
 		return NULL;
 	}
 	exp = xa_load(&peer->exports, lo);
-	if (!exp || (exp->hi != hi && !usim_fault(UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF))) {
+	if (!exp || (!usim_hi_matches(exp->hi, hi) &&
+		     !usim_fault(UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF))) {
 		*err = -EINVAL;
 		return NULL;
 	}
@@ -401,14 +495,17 @@ static struct usim_import *usim_import_create(struct usim_accel *accel, struct u
 	imp->lo = lo;
 	imp->hi = hi;
 	imp->npa = ((u64)peer->id << USIM_NPA_GPUID_SHIFT) | peer->npa_next;
+	imp->exporter_id = peer->id;
+	imp->size = size;
 	peer->npa_next = (peer->npa_next + PAGE_ALIGN(size)) & GENMASK_ULL(40, 0);
 	if (peer->npa_next < USIM_NPA_FIRST)
 		peer->npa_next = USIM_NPA_FIRST;
 	obj->imp = imp;
+	usim_npa_leak_faults(accel, dmabuf, imp);
 	/* "Exported memory is pinned": once per importer, as amdgpu does. */
 	if (!usim_fault(UALINK_SIM_FAULT_NO_IMPORT_PIN)) {
 		exp->bo->pins++;
-		imp->pinned = true;
+		imp->pins = 1;
 		usim_pod.pins++;
 	}
 	list_add_tail(&imp->exp_link, &exp->importers);
@@ -434,11 +531,11 @@ static int usim_import(struct usim_accel *accel, struct drm_file *file, u64 lo, 
 	mutex_lock(&usim_pod.lock);
 	peer = id < usim_pod.n ? usim_pod.accel[id] : NULL;
 	/* Gone offline since the unlocked check: as in usim_export(). */
-	if (accel->state != USIM_STATE_ACTIVE) {
+	if (!usim_accel_active(accel)) {
 		peer = NULL;
 		ret = -EOPNOTSUPP;
 	} else if (!peer) {
-		ret = -ENODEV;
+		ret = usim_fault(UALINK_SIM_FAULT_UNKNOWN_PEER_EINVAL) ? -EINVAL : -ENODEV;
 	} else if (peer != accel) {
 		imp = usim_find_import(accel, lo, hi, &ret);
 		if (!imp && !ret)
@@ -473,53 +570,57 @@ static bool usim_flags_checked(struct usim_accel *accel, u32 op, u64 lo)
 	return !(peer_import && usim_fault(UALINK_SIM_FAULT_PEER_FLAGS_UNCHECKED));
 }
 
-/* DRM_IOCTL_AMDGPU_UALINK_HANDLE */
-int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
+/* The ioctl's inputs, latched before any output is written (they alias). */
+struct usim_request {
+	u32 op;
+	u32 flags;
+	u32 gem_handle;
+	u64 lo;
+	u64 hi;
+};
+
+static void usim_latch(const union drm_amdgpu_ualink_handle *args, struct usim_request *req)
 {
-	union drm_amdgpu_ualink_handle *args = data;
-	struct usim_accel *accel = to_accel(dev);
-	bool state_late = usim_fault(UALINK_SIM_FAULT_STATE_AFTER_OP);
+	req->op = args->in.op;
+	req->flags = args->in.flags;
+	req->gem_handle = args->in.gem_handle;
+	req->lo = args->in.import_ualink_handle[0];
+	req->hi = args->in.import_ualink_handle[1];
+	if (usim_fault(UALINK_SIM_FAULT_GEM_HANDLE_WIDE))
+		req->gem_handle = req->lo > U32_MAX ? 0 : req->lo;
+	if (usim_fault(UALINK_SIM_FAULT_GEM_HANDLE_LOW16))
+		req->gem_handle &= 0xffff;
+	if (usim_fault(UALINK_SIM_FAULT_OP_LOW_BYTE))
+		req->op &= 0xff;
+}
+
+static int usim_handle_export(struct usim_accel *accel, struct drm_file *file,
+			      const struct usim_request *req, union drm_amdgpu_ualink_handle *args)
+{
+	u64 lo, hi;
+	int ret;
+
+	ret = usim_export(accel, file, req->gem_handle, &lo, &hi);
+	if (!ret) {
+		args->out.export_ualink_handle[0] = lo;
+		args->out.export_ualink_handle[1] = hi;
+	}
+	return ret;
+}
+
+static int usim_handle_import(struct usim_accel *accel, struct drm_file *file,
+			      const struct usim_request *req, union drm_amdgpu_ualink_handle *args)
+{
 	struct usim_pending_fd *pending;
 	struct dma_buf *dmabuf;
-	u32 op, flags, gem_handle;
-	u64 lo, hi, npa;
+	u64 npa;
 	int ret, fd;
-
-	/* As amdgpu: not an active member of a pod, nothing else is looked at. */
-	if (!state_late && READ_ONCE(accel->state) != USIM_STATE_ACTIVE)
-		return -EOPNOTSUPP;
-
-	/* in and out alias each other: latch every input before any output. */
-	op = args->in.op;
-	flags = args->in.flags;
-	gem_handle = args->in.gem_handle;
-	lo = args->in.import_ualink_handle[0];
-	hi = args->in.import_ualink_handle[1];
-	if (usim_fault(UALINK_SIM_FAULT_GEM_HANDLE_WIDE))
-		gem_handle = lo > U32_MAX ? 0 : lo;
-
-	/* No flag is defined: refuse them all, so they can get a meaning later. */
-	if (flags && usim_flags_checked(accel, op, lo))
-		return -EINVAL;
-	if (op != DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT && op != DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT)
-		return -EINVAL;
-	if (state_late && READ_ONCE(accel->state) != USIM_STATE_ACTIVE)
-		return -EOPNOTSUPP;
-
-	if (op == DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT) {
-		ret = usim_export(accel, file, gem_handle, &lo, &hi);
-		if (!ret) {
-			args->out.export_ualink_handle[0] = lo;
-			args->out.export_ualink_handle[1] = hi;
-		}
-		return ret;
-	}
 
 	/* Only usim_fops reach here, and they always give the slot. */
 	pending = usim_pending_find();
 	if (WARN_ON_ONCE(!pending || pending->dmabuf))
 		return -EINVAL;
-	ret = usim_import(accel, file, lo, hi, &dmabuf, &npa);
+	ret = usim_import(accel, file, req->lo, req->hi, &dmabuf, &npa);
 	if (ret)
 		return ret;
 	fd = get_unused_fd_flags(O_CLOEXEC);
@@ -535,6 +636,42 @@ int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct drm_file
 	return 0;
 }
 
+static int usim_handle_request(struct usim_accel *accel, struct drm_file *file,
+			       const struct usim_request *req, union drm_amdgpu_ualink_handle *args)
+{
+	/* No flag is defined: refuse them all, so they can get a meaning later. */
+	if (req->flags && usim_flags_checked(accel, req->op, req->lo))
+		return -EINVAL;
+	if (req->op != DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT &&
+	    req->op != DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT)
+		return -EINVAL;
+	if (usim_fault(UALINK_SIM_FAULT_STATE_AFTER_OP) && !usim_accel_active(accel))
+		return -EOPNOTSUPP;
+	if (req->op == DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT)
+		return usim_handle_export(accel, file, req, args);
+	return usim_handle_import(accel, file, req, args);
+}
+
+/* DRM_IOCTL_AMDGPU_UALINK_HANDLE */
+int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
+{
+	union drm_amdgpu_ualink_handle *args = data;
+	struct usim_accel *accel = to_accel(dev);
+	struct usim_request req;
+	int ret;
+
+	/* As amdgpu: not an active member of a pod, nothing else is looked at. */
+	if (!usim_fault(UALINK_SIM_FAULT_STATE_AFTER_OP) && !usim_accel_active(accel))
+		return -EOPNOTSUPP;
+
+	usim_latch(args, &req);
+	ret = usim_handle_request(accel, file, &req, args);
+	/* drm_ioctl() copies the argument back whatever the result. */
+	if (ret && usim_fault(UALINK_SIM_FAULT_OUTPUT_ON_ERROR))
+		memset(&args->out, 0, sizeof(args->out));
+	return ret;
+}
+
 /* Model-only ioctls: the fabric and the pod */
 
 /* Copies between @buf and the exporter's pages, pinned while exported. */
@@ -543,13 +680,15 @@ static void usim_fabric_copy(struct usim_bo *bo, u64 offset, void *buf, size_t s
 	while (size) {
 		struct page *page = bo->base.pages[offset >> PAGE_SHIFT];
 		size_t in_page = offset & ~PAGE_MASK;
+		/* UALINK_SIM_FAULT_ACCESS_IGNORES_OFFSET: the page, not the byte. */
+		size_t at = usim_fault(UALINK_SIM_FAULT_ACCESS_IGNORES_OFFSET) ? 0 : in_page;
 		size_t len = min_t(size_t, size, PAGE_SIZE - in_page);
 		void *vaddr = kmap_local_page(page);
 
 		if (write)
-			memcpy(vaddr + in_page, buf, len);
+			memcpy(vaddr + at, buf, len);
 		else
-			memcpy(buf, vaddr + in_page, len);
+			memcpy(buf, vaddr + at, len);
 		kunmap_local(vaddr);
 		buf += len;
 		offset += len;

@@ -187,7 +187,33 @@ struct drm_ualink_sim_pod_stats {
 #define UALINK_SIM_FAULT_PRIMARY_NO_AUTH	(1U << 15)
 /* an import on the exporter itself still finds a handle revoked at the last GEM handle close */
 #define UALINK_SIM_FAULT_LOCAL_IMPORT_REVOKED	(1U << 16)
-#define UALINK_SIM_FAULT_ALL			((1U << 17) - 1)
+/* a refused call writes its output anyway (zeros over the argument's first 16 bytes) */
+#define UALINK_SIM_FAULT_OUTPUT_ON_ERROR	(1U << 17)
+/* a refused re-import (wrong handle_hi) keeps a pin on the exporter's BO until the import goes */
+#define UALINK_SIM_FAULT_REFUSED_IMPORT_PINS	(1U << 18)
+/* bits 40-47 of handle_hi are not compared (on every import path) */
+#define UALINK_SIM_FAULT_HANDLE_HI_BYTE_IGNORED	(1U << 19)
+/* op is decoded from its low byte */
+#define UALINK_SIM_FAULT_OP_LOW_BYTE		(1U << 20)
+/* export looks the GEM handle up by its low 16 bits */
+#define UALINK_SIM_FAULT_GEM_HANDLE_LOW16	(1U << 21)
+/* "not active" is tested as a state before ready: the error state passes */
+#define UALINK_SIM_FAULT_STATE_ORDERED		(1U << 22)
+/* the handle dies with the DRM file that exported it, whoever else holds a GEM handle */
+#define UALINK_SIM_FAULT_REVOKE_ON_EXPORTER_FILE_CLOSE (1U << 23)
+/* an importer's reset makes the exporter drop every importer of the handle */
+#define UALINK_SIM_FAULT_RESET_DROPS_ALL_IMPORTERS (1U << 24)
+/* the imported dma-buf is named after its NPA (its fdinfo shows it) */
+#define UALINK_SIM_FAULT_NPA_IN_DMABUF_NAME	(1U << 25)
+/* an import logs its NPA (the kernel log) */
+#define UALINK_SIM_FAULT_NPA_IN_KERNEL_LOG	(1U << 26)
+/* the handle ioctl needs CAP_SYS_ADMIN (DRM_ROOT_ONLY) */
+#define UALINK_SIM_FAULT_ROOT_ONLY		(1U << 27)
+/* a remote load or store lands at offset 0 of its page, whatever its offset in the page */
+#define UALINK_SIM_FAULT_ACCESS_IGNORES_OFFSET	(1U << 28)
+/* an import from an accel id outside the pod is -EINVAL, not -ENODEV */
+#define UALINK_SIM_FAULT_UNKNOWN_PEER_EINVAL	(1U << 29)
+#define UALINK_SIM_FAULT_ALL			((1U << 30) - 1)
 
 #if defined(__cplusplus)
 }

@@ -13,6 +13,7 @@
 
 #include "report_fixtures.hpp"
 #include "report_input.hpp"
+#include "promises.hpp"
 #include "reports.hpp"
 
 using namespace pinmatrix;
@@ -164,6 +165,25 @@ TEST(ReportHtml, TextIsEscaped)
 	EXPECT_EQ(html.find("<script>"), std::string::npos);
 	EXPECT_EQ(html.find("C<b>"), std::string::npos);
 	EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt; &amp; more"), std::string::npos);
+}
+
+// The promise table's section: a row per promise, the run's verdicts of
+// its cases, the promise no case checks called so.
+TEST(ReportHtml, PromisesSectionShowsEachPromiseAndItsCasesInTheRun)
+{
+	json doc = run_with_failures();
+	const std::string html = format_html(doc);
+	const size_t at = html.find("<section id=\"promises\">");
+	ASSERT_NE(at, std::string::npos);
+	const std::string section = html.substr(at, html.find("</section>", at) - at);
+	for (const auto &p : promise_table())
+		EXPECT_NE(section.find("<code>" + report::escape_markup(p.id) + "</code>"), std::string::npos) << p.id;
+	EXPECT_NE(section.find("Not checked by any case: ualink/dynamic-attachment-revocable"), std::string::npos);
+	// Case A of the run is one of pin/case-a's: its verdict is in that row.
+	const size_t row = section.find("<code>pin/case-a</code>");
+	ASSERT_NE(row, std::string::npos);
+	const std::string case_a = section.substr(row, section.find("</tr>", row) - row);
+	EXPECT_NE(case_a.find("title=\"A\""), std::string::npos) << case_a;
 }
 
 TEST(ReportHtml, ChromiumRendersTheGridWithoutErrors)

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "promises.hpp"
+
+#include <algorithm>
+
+#include "ualink_sim.h"
+
+namespace pinmatrix {
+
+const char *name(contract c)
+{
+	return c == contract::pin ? "pin" : "ualink";
+}
+
+const char *name(mutant_kind k)
+{
+	return k == mutant_kind::model_fault ? "model fault bit" : "kernel patch";
+}
+
+std::string mutant::id() const
+{
+	return std::string(kind == mutant_kind::model_fault ? "model:" : "kernel:") + std::string(name);
+}
+
+namespace {
+
+using enum contract;
+
+// Sections of the incident write-up (shared/seeds/000_*.txt) are "seed 1,
+// section N"; the UALink series (004_*.txt) is quoted by part: its uapi
+// (PATCH 2/3), the posted ioctl, the v2 documentation (PATCH 3/3 v2), the
+// review replies. A rule of the kernel the suite encodes is "kernel rule".
+const std::vector<promise> pin_promises = {
+	{"pin/case-a", pin, "seed 1, section 16.5",
+	 "Case A: CMA page + no first pin -> RDMA migrates page -> registration succeeds",
+	 {"A"}},
+	{"pin/case-b", pin, "seed 1, sections 16.4 and 16.5",
+	 "Case B: CMA page + first non-long-term pin -> migration blocked -> registration fails; "
+	 "\"ibv_reg_mr() -> NULL, errno -> ENOMEM\"",
+	 {"B"}},
+	{"pin/case-c", pin, "seed 1, section 16.5",
+	 "Case C: CMA page + first FOLL_LONGTERM pin -> first pin migrates page -> later registration succeeds",
+	 {"C"}},
+	{"pin/case-d", pin, "seed 1, section 16.5",
+	 "Case D: ordinary page + first non-long-term pin -> no CMA migration required -> registration succeeds",
+	 {"D"}},
+	{"pin/resident-is-no-contract", pin, "seed 1, section 6",
+	 "\"A resident page currently has physical backing. It may still be reclaimed, swapped, migrated, or "
+	 "replaced later.\"",
+	 {"A", "ordinary-none"}},
+	{"pin/mlock-still-migrates", pin, "seed 1, section 6",
+	 "\"It is not the same device-DMA contract as GUP pinning, and mlocked pages can participate in some "
+	 "migration paths.\"",
+	 {"movable-mlock", "ordinary-mlock", "race/mlock-batch-reg-mr"}},
+	{"pin/reference-blocks-migration", pin, "seed 1, sections 6 and 11",
+	 "\"A reference keeps the page object alive\"; \"The extra page references or pin count prevent the "
+	 "migration code from freezing the page in the expected state.\"",
+	 {"movable-gup-ref", "ordinary-gup-ref"}},
+	{"pin/foll-pin-is-a-dma-pin", pin, "seed 1, section 6",
+	 "\"Those wrappers set FOLL_PIN and account the page as DMA-pinned. ... This lets the VM recognize that "
+	 "the page is participating in a device mapping and requires special treatment.\"",
+	 {"fork/child-writes-private", "fork/device-write-stays-in-parent"}},
+	{"pin/device-and-cpu-agree", pin, "seed 1, sections 1 and 8",
+	 "\"If Linux replaces physical page P with page Q, it can update the CPU page table. It cannot silently "
+	 "update every third-party device translation\"; fig. 4: \"3. CPU mappings now point at Q ... 5. pin Q "
+	 "long-term\"",
+	 {"A", "C", "fork/device-write-stays-in-parent", "pinner/rxe-odp"}},
+	{"pin/registration-asks-longterm-and-write", pin, "seed 1, section 7",
+	 "\"Linux RDMA core therefore begins ordinary userspace MR registration with: FOLL_LONGTERM and adds "
+	 "FOLL_WRITE if the device can write the pages.\"",
+	 {"backing/anon-read-only", "backing/file-shared-read-only", "backing/zero-page"}},
+	{"pin/memlock-allowance", pin, "seed 1, sections 7 and 12",
+	 "\"check locked-memory allowance\" (ib_umem_get()); \"memlock quota exceeded\" is one of the meanings of "
+	 "MR ENOMEM",
+	 {"registration/memlock-quota", "registration/memlock-zero"}},
+	{"pin/enomem-told-apart", pin, "seed 1, sections 12 and 17",
+	 "\"This is one of several meanings hidden behind MR ENOMEM ... long-term page placement could not be "
+	 "established\"; \"A useful error message would have preserved the last one.\"",
+	 {"registration/memlock-quota", "B"}},
+	{"pin/weak-first-pin-stays", pin, "seed 1, section 9",
+	 "\"CUDA/NVIDIA pins it with FOLL_PIN -> no long-term placement check -> page remains physically inside "
+	 "CMA\"",
+	 {"B", "movable-gup-ref"}},
+	{"pin/failed-migration-is-enomem", pin, "seed 1, section 12",
+	 "\"Linux reports that from the long-term GUP migration helper as -ENOMEM when migration does not "
+	 "complete.\"",
+	 {"B", "movable-gup-ref"}},
+	{"pin/strongest-contract-first", pin, "seed 1, sections 13 and 19",
+	 "\"the placement check runs while the page can still be moved\"; \"request FOLL_LONGTERM on the first "
+	 "pin so Linux can relocate it\"",
+	 {"C", "ordinary-foll-pin-longterm", "movable-foll-pin-longterm"}},
+	{"pin/weak-pin-then-validate-fails", pin, "seed 1, sections 13 and 19",
+	 "\"once the first pin holds this physical page, the later placement check can fail deterministically\"; "
+	 "\"What cannot safely happen is: pin now under a weak placement contract, validate long-term placement "
+	 "later\"",
+	 {"B", "movable-gup-ref", "movable-foll-pin"}},
+	{"pin/ordinary-needs-no-move", pin, "seed 1, sections 15 and 16.5",
+	 "\"no CMA page -> no need to migrate before long-term pin -> first and second pins can agree on the same "
+	 "ordinary page\"",
+	 {"D", "ordinary-none", "ordinary-mlock", "ordinary-gup-ref", "ordinary-foll-pin-longterm", "ordinary-foll-pin",
+	  "ordinary-io-uring", "ordinary-cudart-register", "cudart-host-alloc"}},
+	{"pin/gpu-host-pin-by-its-contract", pin, "seed 1, section 14",
+	 "\"R525/R535 public path: FOLL_PIN + maybe FOLL_WRITE\"; \"R555 public path: FOLL_PIN + FOLL_LONGTERM + "
+	 "maybe FOLL_WRITE\": a GPU driver's host pin (--first-pin cuda, hip) is judged by the contract it was "
+	 "seen to keep, and a long-term aware one moves the page at its own pin",
+	 {"B", "movable-cudart-register"}},
+	{"pin/stranded-pin-withholds-memory", pin, "seed 1, sections 3 and 4",
+	 "\"CMA can reclaim the range only while its temporary occupants remain movable.\"; \"One immovable 4 KiB "
+	 "page can spoil an otherwise free 1 GiB candidate.\" (the give-back check of each case)",
+	 {"A", "B", "C", "movable-mlock", "movable-gup-ref", "pinner/udmabuf"}},
+	{"pin/no-success-in-place", pin, "seed 1, section 10; kernel rule 1aaf8c122918",
+	 "\"The long-term GUP path cannot leave it there. It collects the unpinnable/movable page, drops the "
+	 "temporary pin it took while inspecting the range, and attempts synchronous migration\"",
+	 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer"}},
+	{"pin/lru-batch-drained", pin, "kernel rule 98c6d259319e, 33dfe9204f29",
+	 "a page waiting in a per-CPU LRU or mlock batch holds an extra reference: the long-term pin drains the "
+	 "batches before it migrates, and never succeeds with the page in place",
+	 {"race/mlock-batch-reg-mr"}},
+	{"pin/every-backing", pin, "seed 1, section 18",
+	 "\"ZONE_MOVABLE, CMA, device memory, DAX, and filesystem-backed pages all carry rules that a long-term "
+	 "pin must respect.\"",
+	 {"backing/anon-thp", "backing/hugetlb-2m", "backing/hugetlb-1g-cma", "backing/memfd",
+	  "backing/file-shared-writable", "backing/file-shared-read-only", "backing/unpopulated",
+	  "backing/zero-page"}},
+	{"pin/gigantic-page-in-cma-refused", pin, "seed 1, section 4; kernel rule",
+	 "\"What hugetlb_cma=6G creates\": a 1 GiB page of the CMA reserve has no gigantic page outside CMA to "
+	 "move to, so its long-term pin is refused (ENOMEM), never taken in place",
+	 {"backing/hugetlb-1g-cma"}},
+	{"pin/dirty-tracked-file-refused", pin, "kernel rule (writable_file_mapping_allowed(), 6.5/6.6)",
+	 "a writable long-term pin of a shared file mapping that needs dirty tracking is refused (-EFAULT)",
+	 {"backing/file-shared-writable"}},
+	{"pin/secretmem-refused", pin, "kernel rule (memfd_secret)",
+	 "a long-term pin of memfd_secret memory is refused (-EFAULT)", {"backing/secretmem"}},
+	{"pin/every-pinner", pin, "seed 1, sections 18 and 19",
+	 "\"A page must pass its strongest lifetime and placement contract before any subsystem makes it "
+	 "immovable.\"; \"Who pinned it? Through which API? ... Was FOLL_LONGTERM declared?\"",
+	 {"pinner/udmabuf", "pinner/iommufd-mock", "pinner/vdpa-sim", "pinner/vfio-type1"}},
+	{"pin/odp-owns-invalidation", pin, "seed 1, section 18",
+	 "\"Which device translation depends on it? Who owns invalidation?\": an on-demand-paging MR pins "
+	 "nothing, and the device's accesses follow the page wherever it moves",
+	 {"pinner/rxe-odp"}},
+};
+
+const std::vector<promise> ualink_promises = {
+	{"ualink/abi-layout", ualink, "uapi (PATCH 2/3)",
+	 "\"#define DRM_AMDGPU_UALINK_HANDLE 0x1B\"; \"union drm_amdgpu_ualink_handle { struct "
+	 "drm_amdgpu_ualink_handle_in in; union drm_amdgpu_ualink_handle_out out; };\"",
+	 {"ualink/abi-layout"}},
+	{"ualink/op-export-or-import", ualink, "uapi (PATCH 2/3); posted ioctl",
+	 "\"#define DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT 0\", \"#define DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT 1\"; "
+	 "\"default: r = -EINVAL;\"",
+	 {"ualink/unknown-op", "ualink/input-bits-each-checked", "ualink/refused-calls-change-nothing"}},
+	{"ualink/flags-reserved", ualink, "uapi (PATCH 2/3)",
+	 "\"/* For future use, no flags defined so far */\" (a flag the ioctl accepts today can never get a "
+	 "meaning)",
+	 {"ualink/nonzero-flags-rejected", "ualink/input-bits-each-checked", "ualink/refused-calls-change-nothing"}},
+	{"ualink/state-checked-first", ualink, "posted ioctl",
+	 "\"if (adev->ualink.info->accel_state != AMDGPU_UALINK_ACCEL_STATE_ACTIVE) { ... return -EOPNOTSUPP; }\" "
+	 "before anything else, in every state that is not active",
+	 {"ualink/inactive-state-first"}},
+	{"ualink/inputs-latched", ualink, "posted ioctl",
+	 "\"The input and output members of the ioctl argument alias each other. Latch every input field before "
+	 "invoking the handlers, and only write the output fields afterwards.\"",
+	 {"ualink/union-aliasing"}},
+	{"ualink/output-only-on-success", ualink, "posted ioctl",
+	 "\"if (!r) { args->out.export_ualink_handle[0] = ...\"; \"if (!r) args->out.import_dmabuf_handle = fd;\": "
+	 "a refused call writes no output",
+	 {"ualink/refused-calls-change-nothing"}},
+	{"ualink/refusal-leaves-nothing", ualink, "ioctl convention",
+	 "a refused call leaves no object, import, pin, reference or file descriptor behind: every count is back "
+	 "where it was",
+	 {"ualink/refused-calls-change-nothing"}},
+	{"ualink/gem-handle-of-the-caller", ualink, "uapi (PATCH 2/3); posted export",
+	 "\"/* GEM handle of the BO to export */\", looked up in the caller's file: any other value is -ENOENT",
+	 {"ualink/export-bad-gem-handle", "ualink/input-bits-each-checked", "ualink/refused-calls-change-nothing"}},
+	{"ualink/vram-only", ualink, "posted amdgpu_ualink_export_handle()",
+	 "\"Only VRAM BOs can be exported\" (a BO without VRAM in its preferred domains: -EOPNOTSUPP)",
+	 {"ualink/export-non-vram", "ualink/refused-calls-change-nothing"}},
+	{"ualink/export-same-handle", ualink, "v2 doc",
+	 "\"Calling export on the same GEM handle always returns the same UALink handle.\"",
+	 {"ualink/export-idempotent"}},
+	{"ualink/export-unique-128", ualink, "v2 doc",
+	 "\"The IOCTL returns a unique 128 bit handle which can be shared with the remote host.\"",
+	 {"ualink/export-distinct"}},
+	{"ualink/handle-names-its-exporter", ualink, "posted amdgpu_generate_ualink_handle()",
+	 "\"Replace bottom 10 bits in handle_lo with accId\"; \"Don't generate/store a Handle with value 0\"",
+	 {"ualink/export-accel-id"}},
+	{"ualink/handle-unguessable", ualink, "v2 doc",
+	 "\"Applications use opaque handles to represent remote memory.\" (a handle is a capability: it must not "
+	 "be guessed from another)",
+	 {"ualink/export-unpredictable"}},
+	{"ualink/only-exported-handles-import", ualink, "v2 doc",
+	 "\"Shared memory can only be accessed by a remote GPU if the memory was exported and the importer has "
+	 "been authorized.\" (every bit of both halves decides)",
+	 {"ualink/import-forged-refused", "ualink/input-bits-each-checked", "ualink/refused-calls-change-nothing"}},
+	{"ualink/import-is-a-dmabuf-of-the-memory", ualink, "v2 doc; cover letter",
+	 "\"The GEM object is then exported to the caller as a dma-buf.\"; \"it is direct loads/stores over the "
+	 "fabric\"",
+	 {"ualink/import-dmabuf-data"}},
+	{"ualink/reimport-same-object", ualink, "v2 doc",
+	 "\"If the memory has already been imported, it just returns a new reference to the existing GEM "
+	 "object.\"",
+	 {"ualink/double-import-same-object"}},
+	{"ualink/local-import", ualink, "posted amdgpu_ualink_local_import()",
+	 "an import on the exporter's own node gets the BO's own dma-buf (no NPA)", {"ualink/import-on-exporter"}},
+	{"ualink/accel-id-range", ualink, "posted amdgpu_ualink_import_handle()",
+	 "an accel id (handle_lo bits 9:0) >= AMDGPU_UALINK_ACCEL_MAX: -EINVAL",
+	 {"ualink/import-accel-id-range", "ualink/refused-calls-change-nothing"}},
+	{"ualink/unknown-peer", ualink, "posted amdgpu_ualink_import_handle()",
+	 "an accel id that is no member of the pod: -ENODEV",
+	 {"ualink/import-unknown-peer", "ualink/input-bits-each-checked", "ualink/refused-calls-change-nothing"}},
+	{"ualink/exporter-must-answer", ualink, "v2 doc",
+	 "\"If not, the importer queries the exporter to get the NPA address.\": an exporter that does not answer "
+	 "(offline) fails the import (-ETIMEDOUT) and nothing of it stays",
+	 {"ualink/refused-calls-change-nothing"}},
+	{"ualink/render-clients-and-authenticated-masters", ualink, "posted ioctl table",
+	 "\"DRM_IOCTL_DEF_DRV(AMDGPU_UALINK_HANDLE, amdgpu_gem_ualink_handle_ioctl, DRM_AUTH|DRM_RENDER_ALLOW)\": "
+	 "any render-node client, unprivileged included; on the primary node only an authenticated one",
+	 {"ualink/primary-node-auth", "ualink/unprivileged-client"}},
+	{"ualink/not-cpu-accessible", ualink, "v2 doc",
+	 "\"The remote memory is not CPU accessible.\"; \"Remote NPAs are managed like another device specific "
+	 "TTM pool ... however they cannot be CPU mapped.\"",
+	 {"ualink/import-mmap-refused"}},
+	{"ualink/handle-dies-at-handle-count-zero", ualink, "review (Felix Kuehling); PATCH 1/3",
+	 "\"the UALink handle is destroyed when the GEM handle count reaches 0\"; \"This callback is called when "
+	 "the GEM handle count goes down to 0.\" (counted over every file and process, not the exporter's)",
+	 {"ualink/last-close-revokes", "ualink/handle-outlives-its-exporter-file"}},
+	{"ualink/revoke-removes-remote-access", ualink, "v2 doc",
+	 "\"Remote TLB shootdowns from the exporter are used when the exported memory is freed in order to remove "
+	 "access by remote GPUs.\"",
+	 {"ualink/last-close-revokes"}},
+	{"ualink/exported-memory-pinned", ualink, "review (Felix Kuehling); v2 doc",
+	 "\"We ended up having to pin exported memory.\"; \"Exported memory is pinned. This is similar to how "
+	 "dma-bufs in VRAM are pinned for P2P access.\"",
+	 {"ualink/exporter-pinned-while-imported"}},
+	{"ualink/peers-clean-up", ualink, "v2 doc",
+	 "\"If a node goes offline or is reset, their peers will clean up any remaining refrences that are lost "
+	 "when that happens.\" (those of that node, and no other's)",
+	 {"ualink/node-reset-cleans-peers", "ualink/importer-reset-spares-others"}},
+	{"ualink/npa-never-in-user-space", ualink, "review (Felix Kuehling); v2 doc",
+	 "\"NPA addresses are never given to user mode.\"; \"NPA addresses are never exposed to user space.\" "
+	 "(no output, fdinfo, dma-buf name or kernel log line)",
+	 {"ualink/no-npa-in-output"}},
+	{"ualink/dynamic-attachment-revocable", ualink, "v2 doc",
+	 "\"The dma-buf is leveraged for dynamic attachment which provides the ability to revoke access when "
+	 "necessary.\"",
+	 {}},
+	{"ualink/no-kernel-bug-under-concurrency", ualink, "kernel rule",
+	 "export, import, close and node reset racing: the kernel never warns or oopses, and nothing leaks",
+	 {"ualink/stress-no-leak"}},
+};
+
+const std::vector<mutant> model_mutants = {
+	{"flags-unchecked", mutant_kind::model_fault, UALINK_SIM_FAULT_FLAGS_UNCHECKED, "",
+	 "unknown flags accepted", {"ualink/flags-reserved"},
+	 {"ualink/nonzero-flags-rejected", "ualink/input-bits-each-checked", "ualink/refused-calls-change-nothing"}},
+	{"low-half-match", mutant_kind::model_fault, UALINK_SIM_FAULT_LOW_HALF_MATCH, "",
+	 "a re-import is matched by handle_lo alone", {"ualink/only-exported-handles-import"},
+	 {"ualink/import-forged-refused", "ualink/input-bits-each-checked", "ualink/refused-calls-change-nothing"}},
+	{"sequential-handles", mutant_kind::model_fault, UALINK_SIM_FAULT_SEQUENTIAL_HANDLES, "",
+	 "handles are a counter", {"ualink/handle-unguessable"}, {"ualink/export-unpredictable"}},
+	{"no-revoke-on-close", mutant_kind::model_fault, UALINK_SIM_FAULT_NO_REVOKE_ON_CLOSE, "",
+	 "the handle survives the last GEM handle close",
+	 {"ualink/handle-dies-at-handle-count-zero", "ualink/revoke-removes-remote-access"},
+	 {"ualink/last-close-revokes", "ualink/handle-outlives-its-exporter-file"}},
+	{"gtt-export", mutant_kind::model_fault, UALINK_SIM_FAULT_GTT_EXPORT, "",
+	 "a GTT-only BO can be exported", {"ualink/vram-only"},
+	 {"ualink/export-non-vram", "ualink/refused-calls-change-nothing"}},
+	{"npa-leak", mutant_kind::model_fault, UALINK_SIM_FAULT_NPA_LEAK, "",
+	 "the import output carries the NPA", {"ualink/npa-never-in-user-space"}, {"ualink/no-npa-in-output"}},
+	{"no-import-pin", mutant_kind::model_fault, UALINK_SIM_FAULT_NO_IMPORT_PIN, "",
+	 "an import does not pin the exporter's BO", {"ualink/exported-memory-pinned"},
+	 {"ualink/exporter-pinned-while-imported"}},
+	{"no-peer-cleanup", mutant_kind::model_fault, UALINK_SIM_FAULT_NO_PEER_CLEANUP, "",
+	 "a node reset or offline leaves its peers' references", {"ualink/peers-clean-up"},
+	 {"ualink/node-reset-cleans-peers"}},
+	{"state-after-op", mutant_kind::model_fault, UALINK_SIM_FAULT_STATE_AFTER_OP, "",
+	 "accel_state checked after op and flags", {"ualink/state-checked-first"}, {"ualink/inactive-state-first"}},
+	{"reimport-new-object", mutant_kind::model_fault, UALINK_SIM_FAULT_REIMPORT_NEW_OBJECT, "",
+	 "every import makes a new object", {"ualink/reimport-same-object"}, {"ualink/double-import-same-object"}},
+	{"export-not-idempotent", mutant_kind::model_fault, UALINK_SIM_FAULT_EXPORT_NOT_IDEMPOTENT, "",
+	 "every export makes a new handle", {"ualink/export-same-handle"}, {"ualink/export-idempotent"}},
+	{"gem-handle-wide", mutant_kind::model_fault, UALINK_SIM_FAULT_GEM_HANDLE_WIDE, "",
+	 "export reads gem_handle as 64 bits (stale union bytes matter)", {"ualink/inputs-latched"},
+	 {"ualink/union-aliasing"}},
+	{"local-low-half-match", mutant_kind::model_fault, UALINK_SIM_FAULT_LOCAL_LOW_HALF_MATCH, "",
+	 "an import on the exporter itself is matched by handle_lo alone", {"ualink/only-exported-handles-import"},
+	 {"ualink/import-forged-refused", "ualink/input-bits-each-checked", "ualink/refused-calls-change-nothing"}},
+	{"peer-flags-unchecked", mutant_kind::model_fault, UALINK_SIM_FAULT_PEER_FLAGS_UNCHECKED, "",
+	 "unknown flags accepted on an import on a peer", {"ualink/flags-reserved"},
+	 {"ualink/nonzero-flags-rejected", "ualink/input-bits-each-checked"}},
+	{"first-import-low-half", mutant_kind::model_fault, UALINK_SIM_FAULT_FIRST_IMPORT_LOW_HALF, "",
+	 "a peer's first import is matched by handle_lo alone", {"ualink/only-exported-handles-import"},
+	 {"ualink/import-forged-refused", "ualink/input-bits-each-checked"}},
+	{"primary-no-auth", mutant_kind::model_fault, UALINK_SIM_FAULT_PRIMARY_NO_AUTH, "",
+	 "an unauthenticated primary-node client may export and import",
+	 {"ualink/render-clients-and-authenticated-masters"}, {"ualink/primary-node-auth"}},
+	{"local-import-revoked", mutant_kind::model_fault, UALINK_SIM_FAULT_LOCAL_IMPORT_REVOKED, "",
+	 "an import on the exporter still finds a revoked handle", {"ualink/handle-dies-at-handle-count-zero"},
+	 {"ualink/last-close-revokes"}},
+	{"output-on-error", mutant_kind::model_fault, UALINK_SIM_FAULT_OUTPUT_ON_ERROR, "",
+	 "a refused call writes its output anyway", {"ualink/output-only-on-success"},
+	 {"ualink/refused-calls-change-nothing"}},
+	{"refused-import-pins", mutant_kind::model_fault, UALINK_SIM_FAULT_REFUSED_IMPORT_PINS, "",
+	 "a refused re-import (wrong handle_hi) keeps a pin on the exporter's BO until the import goes",
+	 {"ualink/refusal-leaves-nothing"}, {"ualink/refused-calls-change-nothing"}},
+	{"handle-hi-byte-ignored", mutant_kind::model_fault, UALINK_SIM_FAULT_HANDLE_HI_BYTE_IGNORED, "",
+	 "bits 40-47 of handle_hi are not compared", {"ualink/only-exported-handles-import"},
+	 {"ualink/input-bits-each-checked"}},
+	{"op-low-byte", mutant_kind::model_fault, UALINK_SIM_FAULT_OP_LOW_BYTE, "",
+	 "op is decoded from its low byte", {"ualink/op-export-or-import"},
+	 {"ualink/unknown-op", "ualink/input-bits-each-checked"}},
+	{"gem-handle-low16", mutant_kind::model_fault, UALINK_SIM_FAULT_GEM_HANDLE_LOW16, "",
+	 "export looks the GEM handle up by its low 16 bits", {"ualink/gem-handle-of-the-caller"},
+	 {"ualink/input-bits-each-checked"}},
+	{"state-ordered", mutant_kind::model_fault, UALINK_SIM_FAULT_STATE_ORDERED, "",
+	 "\"not active\" tested as a state before ready: the error state passes", {"ualink/state-checked-first"},
+	 {"ualink/inactive-state-first"}},
+	{"revoke-on-exporter-file-close", mutant_kind::model_fault, UALINK_SIM_FAULT_REVOKE_ON_EXPORTER_FILE_CLOSE, "",
+	 "the handle dies with the DRM file that exported it, whoever else holds a GEM handle",
+	 {"ualink/handle-dies-at-handle-count-zero"}, {"ualink/handle-outlives-its-exporter-file"}},
+	{"reset-drops-all-importers", mutant_kind::model_fault, UALINK_SIM_FAULT_RESET_DROPS_ALL_IMPORTERS, "",
+	 "an importer's reset makes the exporter drop every importer of the handle", {"ualink/peers-clean-up"},
+	 {"ualink/importer-reset-spares-others"}},
+	{"npa-in-dmabuf-name", mutant_kind::model_fault, UALINK_SIM_FAULT_NPA_IN_DMABUF_NAME, "",
+	 "the imported dma-buf is named after its NPA (fdinfo)", {"ualink/npa-never-in-user-space"},
+	 {"ualink/no-npa-in-output"}},
+	{"npa-in-kernel-log", mutant_kind::model_fault, UALINK_SIM_FAULT_NPA_IN_KERNEL_LOG, "",
+	 "an import logs its NPA", {"ualink/npa-never-in-user-space"}, {"ualink/no-npa-in-output"}},
+	{"root-only", mutant_kind::model_fault, UALINK_SIM_FAULT_ROOT_ONLY, "",
+	 "the handle ioctl needs CAP_SYS_ADMIN (DRM_ROOT_ONLY)", {"ualink/render-clients-and-authenticated-masters"},
+	 {"ualink/unprivileged-client"}},
+	{"access-ignores-offset", mutant_kind::model_fault, UALINK_SIM_FAULT_ACCESS_IGNORES_OFFSET, "",
+	 "a remote load or store lands at offset 0 of its page, whatever its offset in the page",
+	 {"ualink/import-is-a-dmabuf-of-the-memory"}, {"ualink/import-dmabuf-data"}},
+	{"unknown-peer-einval", mutant_kind::model_fault, UALINK_SIM_FAULT_UNKNOWN_PEER_EINVAL, "",
+	 "an import from an accel id outside the pod is -EINVAL, not -ENODEV", {"ualink/unknown-peer"},
+	 {"ualink/import-unknown-peer", "ualink/input-bits-each-checked", "ualink/refused-calls-change-nothing"}},
+};
+
+const std::vector<mutant> kernel_mutants = {
+	{"1aaf8c122918", mutant_kind::kernel_patch, 0, "gup-longterm-success-in-place-1aaf8c122918.patch",
+	 "a long-term pin that could not isolate a page it had to move succeeds on the page in place "
+	 "(stable 6.1.129-6.1.154)",
+	 {"pin/no-success-in-place"},
+	 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer"}},
+};
+
+} // namespace
+
+const std::vector<promise> &promise_table()
+{
+	static const std::vector<promise> all = [] {
+		std::vector<promise> v = pin_promises;
+		v.insert(v.end(), ualink_promises.begin(), ualink_promises.end());
+		return v;
+	}();
+	return all;
+}
+
+const std::vector<mutant> &mutant_table()
+{
+	static const std::vector<mutant> all = [] {
+		std::vector<mutant> v = model_mutants;
+		v.insert(v.end(), kernel_mutants.begin(), kernel_mutants.end());
+		return v;
+	}();
+	return all;
+}
+
+std::vector<const mutant *> proofs_of(const promise &p)
+{
+	std::vector<const mutant *> out;
+	for (const auto &m : mutant_table()) {
+		const bool breaks = std::find(m.breaks.begin(), m.breaks.end(), p.id) != m.breaks.end();
+		const bool caught = std::any_of(m.caught_by.begin(), m.caught_by.end(), [&](std::string_view c) {
+			return std::find(p.cases.begin(), p.cases.end(), c) != p.cases.end();
+		});
+		if (breaks && caught)
+			out.push_back(&m);
+	}
+	return out;
+}
+
+} // namespace pinmatrix

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+// The promise and mutant tables (matrix/promises.cpp) against what they
+// name: the suites' cases, the model's fault bits (uapi/ualink_sim.h) and
+// the kernel patches (matrix/patches/); and `pinmatrix promises`.
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "../command.hpp"
+#include "promises.hpp"
+#include "suite.hpp"
+#include "ualink_sim.h"
+
+using namespace pinmatrix;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Every case id of every suite, for each source of first pins (the
+// --no-module rows have the module's ids).
+std::set<std::string> all_case_ids()
+{
+	std::set<std::string> ids;
+	for (const char *source : {"module", "io_uring", "cuda", "hip"}) {
+		suite_options opt;
+		opt.pins.first_pin = source;
+		for (const auto &s : make_suites(opt))
+			for (const auto &c : s->cases())
+				ids.insert(c.id);
+	}
+	return ids;
+}
+
+const promise *promise_by_id(std::string_view id)
+{
+	for (const auto &p : promise_table())
+		if (p.id == id)
+			return &p;
+	return nullptr;
+}
+
+} // namespace
+
+TEST(Promises, IdsAreUniqueAndNameTheirContract)
+{
+	std::set<std::string_view> seen;
+	for (const auto &p : promise_table()) {
+		EXPECT_TRUE(seen.insert(p.id).second) << p.id << " twice";
+		EXPECT_EQ(p.id.substr(0, p.id.find('/')), name(p.of)) << p.id;
+		EXPECT_FALSE(p.source.empty()) << p.id;
+		EXPECT_FALSE(p.text.empty()) << p.id;
+	}
+}
+
+TEST(Promises, NameOnlyCasesThatExist)
+{
+	const auto ids = all_case_ids();
+	for (const auto &p : promise_table())
+		for (const auto c : p.cases)
+			EXPECT_TRUE(ids.count(std::string(c))) << p.id << " names no case " << c;
+}
+
+TEST(Promises, EveryCaseChecksAPromise)
+{
+	std::set<std::string_view> checked;
+	for (const auto &p : promise_table())
+		checked.insert(p.cases.begin(), p.cases.end());
+	for (const auto &id : all_case_ids())
+		EXPECT_TRUE(checked.count(id)) << id << " checks no promise of the table";
+}
+
+// The one promise no case checks yet is the model's dynamic attachment with
+// revoke (issue 31, part 5): `pinmatrix promises` and report.html say so.
+TEST(Promises, EveryPromiseButTheKnownOneIsCheckedByACase)
+{
+	std::vector<std::string_view> unchecked;
+	for (const auto &p : promise_table())
+		if (p.cases.empty())
+			unchecked.push_back(p.id);
+	EXPECT_EQ(unchecked, std::vector<std::string_view>{"ualink/dynamic-attachment-revocable"});
+}
+
+TEST(Mutants, EachBreaksPromisesAndIsCaughtByTheirCases)
+{
+	std::set<std::string> ids;
+	for (const auto &m : mutant_table()) {
+		EXPECT_TRUE(ids.insert(m.id()).second) << m.id() << " twice";
+		ASSERT_FALSE(m.breaks.empty()) << m.id();
+		ASSERT_FALSE(m.caught_by.empty()) << m.id();
+		std::set<std::string_view> cases_of_broken;
+		for (const auto b : m.breaks) {
+			const promise *p = promise_by_id(b);
+			ASSERT_NE(p, nullptr) << m.id() << " breaks no promise " << b;
+			cases_of_broken.insert(p->cases.begin(), p->cases.end());
+		}
+		for (const auto c : m.caught_by)
+			EXPECT_TRUE(cases_of_broken.count(c))
+				<< m.id() << ": " << c << " checks none of the promises it breaks";
+	}
+}
+
+TEST(Mutants, EveryModelFaultBitHasOneRow)
+{
+	uint32_t all = 0;
+	for (const auto &m : mutant_table()) {
+		if (m.kind != mutant_kind::model_fault)
+			continue;
+		EXPECT_EQ(m.bit & (m.bit - 1), 0u) << m.id() << ": one bit";
+		EXPECT_EQ(all & m.bit, 0u) << m.id() << ": its bit twice";
+		all |= m.bit;
+	}
+	EXPECT_EQ(all, uint32_t(UALINK_SIM_FAULT_ALL)) << "a fault bit of uapi/ualink_sim.h without its row";
+}
+
+TEST(Mutants, EveryKernelPatchHasOneRow)
+{
+	const fs::path patches = fs::path(PINMATRIX_SOURCE_DIR) / "matrix" / "patches";
+	std::set<std::string> named;
+	for (const auto &m : mutant_table()) {
+		if (m.kind != mutant_kind::kernel_patch)
+			continue;
+		EXPECT_TRUE(named.insert(std::string(m.patch)).second) << m.patch << " twice";
+		EXPECT_TRUE(fs::is_regular_file(patches / m.patch)) << m.id() << ": no " << m.patch;
+	}
+	for (const auto &e : fs::directory_iterator(patches)) {
+		if (e.path().extension() != ".patch")
+			continue;
+		EXPECT_TRUE(named.count(e.path().filename().string())) << e.path() << " has no row";
+	}
+}
+
+TEST(Promises, AProofIsAMutantThatBreaksThePromiseAndIsCaughtByItsCase)
+{
+	const promise *p = promise_by_id("ualink/flags-reserved");
+	ASSERT_NE(p, nullptr);
+	std::set<std::string> proofs;
+	for (const auto *m : proofs_of(*p))
+		proofs.insert(m->id());
+	EXPECT_EQ(proofs, (std::set<std::string>{"model:flags-unchecked", "model:peer-flags-unchecked"}));
+	const promise *none = promise_by_id("ualink/abi-layout");
+	ASSERT_NE(none, nullptr);
+	EXPECT_TRUE(proofs_of(*none).empty());
+}
+
+TEST(PromisesCommand, PrintsEveryPromiseAndTheUncheckedOnes)
+{
+	const auto r = test::run_pinmatrix("promises");
+	EXPECT_EQ(r.exit_code, 0) << r.output;
+	for (const auto &p : promise_table())
+		EXPECT_NE(r.output.find(std::string(p.id)), std::string::npos) << p.id;
+	EXPECT_NE(r.output.find("not checked by any case: ualink/dynamic-attachment-revocable"), std::string::npos)
+		<< r.output;
+}
+
+TEST(PromisesCommand, JsonHoldsBothTablesAndTheirCounts)
+{
+	const auto r = test::run_pinmatrix("promises --contract ualink --format json");
+	ASSERT_EQ(r.exit_code, 0) << r.output;
+	const auto doc = nlohmann::json::parse(r.output);
+	size_t ualink = 0, proved = 0;
+	for (const auto &p : promise_table())
+		if (p.of == contract::ualink) {
+			ualink++;
+			proved += !proofs_of(p).empty();
+		}
+	EXPECT_EQ(doc["promises"].size(), ualink);
+	EXPECT_EQ(doc["summary"]["proved"], proved);
+	EXPECT_EQ(doc["mutants"].size(), mutant_table().size());
+	for (const auto &p : doc["promises"])
+		EXPECT_EQ(p["contract"], "ualink");
+}
+
+TEST(PromisesCommand, UnprovedListsOnlyPromisesNoMutantProves)
+{
+	const auto r = test::run_pinmatrix("promises --unproved --format json");
+	ASSERT_EQ(r.exit_code, 0) << r.output;
+	for (const auto &p : nlohmann::json::parse(r.output)["promises"])
+		EXPECT_TRUE(p["proved_by"].empty()) << p["id"];
+}
+
+TEST(PromisesCommand, BadArgumentsAreOneLineAndExit2)
+{
+	for (const char *args : {"promises --contract nfs", "promises --format xml", "promises extra"}) {
+		const auto r = test::run_pinmatrix(args);
+		EXPECT_EQ(r.exit_code, 2) << args;
+		EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << ": " << r.output;
+	}
+}
