@@ -84,8 +84,30 @@ private:
 	bool loaded_ = false;
 };
 
-const char *const stall_param = "/sys/module/pinmatrix/parameters/stall_pin_until_killed";
-const char *const spin_param = "/sys/module/pinmatrix/parameters/spin_pin_until_killed";
+// The module's fault knobs, each set for the one case --fault names: a
+// first pin through /dev/pinmatrix that misbehaves in the kernel.
+struct kernel_knob {
+	const char *kind;		// --fault KIND=CASE
+	std::string fault_plan::*at;
+	const char *param;
+	const char *says;		// "case B" + says
+};
+const kernel_knob kernel_knobs[] = {
+	{"kernel-hang-at", &fault_plan::kernel_hang_at, "/sys/module/pinmatrix/parameters/stall_pin_until_killed",
+	 "'s pin stalls in the kernel until killed"},
+	{"kernel-spin-at", &fault_plan::kernel_spin_at, "/sys/module/pinmatrix/parameters/spin_pin_until_killed",
+	 "'s pin spins in the kernel until killed"},
+	{"kernel-oops-at", &fault_plan::kernel_oops_at, "/sys/module/pinmatrix/parameters/oops_in_pin",
+	 "'s pin oopses in the kernel with a lock held; every later pin waits on it"},
+};
+
+const kernel_knob *knob_of(const std::string &kind)
+{
+	for (const auto &k : kernel_knobs)
+		if (kind == k.kind)
+			return &k;
+	return nullptr;
+}
 
 // A module parameter set for one case; the old value is put back after it.
 class module_param_override {
@@ -337,6 +359,9 @@ case_record judge_message(suite &s, const planned_case &c, const std::string &ms
 	}
 }
 
+// How long a case's process killed at its timeout may take to exit.
+constexpr std::chrono::seconds killed_case_exit{10};
+
 void reap(pid_t pid, int &status)
 {
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -368,12 +393,19 @@ case_record run_in_child(suite &s, const planned_case &c, int timeout_s, bool ha
 	// The reports say it the way kselftest's runner does ("# TIMEOUT 60 seconds").
 	stuck["timeout_s"] = timeout_s;
 	kill(pid, SIGKILL);
-	reap(pid, status);
+	// A task asleep uninterruptibly (a lock a dead task held) outlives its
+	// SIGKILL: the run does not wait for it.
+	std::string killed = "killed";
+	if (const auto left = reap_within(pid, status, killed_case_exit)) {
+		stuck["left_running"] = *left;
+		killed = "still there " + std::to_string(killed_case_exit.count()) + " s after SIGKILL (" + *left +
+			 "): left running";
+	}
 	// Its pins went with it, also those of a pin stuck in the kernel.
 	stuck["vmstat_after_kill"] = vmstat_pins();
 	case_record r = s.not_run(c, verdict::error,
 				  "case did not finish within " + std::to_string(timeout_s) +
-					  " s (a registration that never returns?); killed; " + where_stuck(stuck));
+					  " s (a registration that never returns?); " + killed + "; " + where_stuck(stuck));
 	r.details["stuck_task"] = stuck;
 	return r;
 }
@@ -393,6 +425,33 @@ void note_kernel_alarms(case_record &r, const std::vector<std::string> &alarms)
 	} else {
 		r.add_reason(what);
 	}
+}
+
+// The first kernel bug report of the run and the case it came in.
+struct earlier_bug {
+	std::string case_id, line;
+};
+
+// A case that timed out with no kernel report of its own names the run's
+// first one: an oops earlier (in a debugfs read, say) leaves a lock held
+// that every later user of it waits on.
+void note_earlier_kernel_bug(case_record &r, const std::optional<earlier_bug> &bug)
+{
+	if (!bug || !r.details.contains("stuck_task") || r.details.contains("kernel_alarms"))
+		return;
+	r.details["earlier_kernel_bug"] = {{"case", bug->case_id}, {"line", bug->line}};
+	r.add_reason("the kernel reported a bug earlier, during case " + bug->case_id + ": " + bug->line);
+}
+
+// A suite whose case's process is stuck in the kernel past its SIGKILL: its
+// later cases would wait on the same; why, for their records.
+std::optional<std::string> wedges_its_suite(const case_record &r)
+{
+	if (!r.details.contains("stuck_task") || !r.details["stuck_task"].contains("left_running"))
+		return std::nullopt;
+	return "not run: the process of case " + r.id + " is stuck in the kernel after SIGKILL (" +
+	       r.details["stuck_task"]["left_running"].get<std::string>() +
+	       "); this suite's later cases would wait on the same";
 }
 
 void panic_now(const std::string &id)
@@ -422,14 +481,16 @@ fault_plan parse_fault(const std::string &spec)
 	const auto eq = spec.find('=');
 	const std::string kind = spec.substr(0, eq);
 	const std::string id = eq == std::string::npos ? "" : spec.substr(eq + 1);
-	if (kind != "panic-at" && kind != "hang-at" && kind != "kernel-hang-at" && kind != "kernel-spin-at")
+	const kernel_knob *knob = knob_of(kind);
+	if (kind != "panic-at" && kind != "hang-at" && !knob)
 		throw usage_error("--fault '" + spec +
-				  "': expected panic-at=CASE, hang-at=CASE, kernel-hang-at=CASE or kernel-spin-at=CASE");
+				  "': expected panic-at=CASE, hang-at=CASE, kernel-hang-at=CASE, kernel-spin-at=CASE or "
+				  "kernel-oops-at=CASE");
 	auto entry = select_plan(make_suites({}), {id});
 	if (entry.size() != 1)
 		throw usage_error("--fault '" + spec + "': name one case");
 	const std::string &case_id = entry[0].c.id;
-	if (kind == "kernel-hang-at" || kind == "kernel-spin-at") {
+	if (knob) {
 		// The stall is in the module's PIN: the case must take its first
 		// pin through /dev/pinmatrix.
 		const auto &defs = pin_cases();
@@ -442,10 +503,7 @@ fault_plan parse_fault(const std::string &spec)
 			throw usage_error("--fault '" + spec + "': case " + case_id +
 					  " takes no pin through /dev/pinmatrix; name one that does (B, C, D)");
 	}
-	(kind == "panic-at"	    ? f.panic_at
-	 : kind == "hang-at"	    ? f.hang_at
-	 : kind == "kernel-hang-at" ? f.kernel_hang_at
-				    : f.kernel_spin_at) = case_id;
+	(knob ? f.*(knob->at) : kind == "panic-at" ? f.panic_at : f.hang_at) = case_id;
 	return f;
 }
 
@@ -556,15 +614,11 @@ case_record run_one(const plan_entry &e, const std::optional<std::string> &why_n
 	const std::string started_at = now_iso8601();
 	const auto t0 = std::chrono::steady_clock::now();
 	std::optional<module_param_override> stall;
-	if (c.id == fault.kernel_hang_at && !why_not) {
-		std::cout << "pinmatrix: fault injection: case " << c.id << "'s pin stalls in the kernel until killed"
-			  << std::endl;
-		stall.emplace(stall_param, "Y");
-	} else if (c.id == fault.kernel_spin_at && !why_not) {
-		std::cout << "pinmatrix: fault injection: case " << c.id << "'s pin spins in the kernel until killed"
-			  << std::endl;
-		stall.emplace(spin_param, "Y");
-	}
+	for (const auto &k : kernel_knobs)
+		if (c.id == fault.*(k.at) && !why_not) {
+			std::cout << "pinmatrix: fault injection: case " << c.id << k.says << std::endl;
+			stall.emplace(k.param, "Y");
+		}
 	case_record r = why_not ? owner->not_run(c, verdict::skip, *why_not)
 				: run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at);
 	stall.reset();
@@ -615,6 +669,32 @@ struct case_context {
 	ktap_stream *ktap;	// --format ktap, else null
 };
 
+// What the run learns from its cases as they go: the kernel's log, its
+// first bug report, the suites that a process stuck in the kernel wedged.
+struct run_state {
+	std::optional<kernel_log_cursor> klog;
+	std::optional<earlier_bug> first_bug;
+	std::map<const suite *, std::string> wedged;
+};
+
+// A case's record: run (or its SKIP), or an error without running when an
+// earlier case of its suite left a process stuck in the kernel.
+case_record record_of(const plan_entry &e, const case_context &run, run_state &st, json &doc)
+{
+	if (const auto w = st.wedged.find(e.owner); w != st.wedged.end()) {
+		case_record r = e.owner->not_run(e.c, verdict::error, w->second);
+		r.suite = e.owner->name();
+		return r;
+	}
+	case_record r = run_one(e, run.cannot_run.at(e.owner), run.fault, run.opt, st.klog, doc);
+	note_earlier_kernel_bug(r, st.first_bug);
+	if (!st.first_bug && r.details.contains("kernel_alarms"))
+		st.first_bug = earlier_bug{r.id, r.details["kernel_alarms"][0].get<std::string>()};
+	if (const auto why = wedges_its_suite(r))
+		st.wedged[e.owner] = *why;
+	return r;
+}
+
 // Each case in plan order; its record kept in results.json and streamed
 // as KTAP as soon as it ends.
 void run_cases(const std::vector<plan_entry> &plan, const case_context &run, json &doc)
@@ -622,9 +702,9 @@ void run_cases(const std::vector<plan_entry> &plan, const case_context &run, jso
 	if (run.ktap)
 		run.ktap->header(doc);
 	// From here on: what boot and module loading logged is no case's.
-	std::optional<kernel_log_cursor> klog;
+	run_state st;
 	try {
-		klog.emplace();
+		st.klog.emplace();
 	} catch (const std::system_error &e) {
 		doc["kernel_log_per_case"] = {{"checked", false}, {"why", e.what()}};
 	}
@@ -632,7 +712,7 @@ void run_cases(const std::vector<plan_entry> &plan, const case_context &run, jso
 		const auto &c = plan[i].c;
 		if (c.id == run.fault.panic_at)
 			panic_now(c.id);
-		const case_record r = run_one(plan[i], run.cannot_run.at(plan[i].owner), run.fault, run.opt, klog, doc);
+		const case_record r = record_of(plan[i], run, st, doc);
 		print_progress(i, plan.size(), c, r);
 		doc["cases"].push_back(to_json(r));
 		// Written as each case ends: a guest that dies keeps what finished.
@@ -677,10 +757,10 @@ int run_matrix(const run_options &opt)
 	// --no-module loads nothing, even where a --module was left in a script.
 	module_loader loader(opt.pins.without_module() ? std::nullopt : opt.module);
 	doc["module_loaded_by_run"] = loader.loaded();
-	for (const auto &[at, param] : {std::pair{fault.kernel_hang_at, stall_param}, {fault.kernel_spin_at, spin_param}})
-		if (!at.empty() && !fs::exists(param))
+	for (const auto &k : kernel_knobs)
+		if (!(fault.*(k.at)).empty() && !fs::exists(k.param))
 			throw unmet_need("--fault " + opt.fault + " needs pinmatrix.ko loaded with its parameter " +
-					 param + " (give --module)");
+					 k.param + " (give --module)");
 	const auto cannot_run = preflight_suites(suites, plan, doc);
 
 	// --format ktap: stdout is the KTAP document alone from here on.

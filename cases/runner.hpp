@@ -36,7 +36,9 @@ struct run_options {
 	// "kernel-hang-at=ID" makes its pin through the module sleep in the
 	// kernel until the process is killed (pinmatrix.ko's parameter
 	// stall_pin_until_killed, set for that case only), "kernel-spin-at=ID"
-	// makes it spin there, runnable (spin_pin_until_killed).
+	// makes it spin there, runnable (spin_pin_until_killed), and
+	// "kernel-oops-at=ID" makes it oops with a lock held that every later
+	// pin then waits on (oops_in_pin).
 	std::string fault;
 	// --format: "text" (people's lines on stdout) or "ktap" (the KTAP
 	// document on stdout as cases end, people's lines on stderr).
@@ -48,6 +50,7 @@ struct fault_plan {
 	std::string hang_at;
 	std::string kernel_hang_at;
 	std::string kernel_spin_at;
+	std::string kernel_oops_at;
 };
 // Throws usage_error for anything but the forms above with a known case.
 fault_plan parse_fault(const std::string &spec);

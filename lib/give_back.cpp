@@ -291,20 +291,6 @@ give_back_attempt give_back_cma(uint64_t pfn, std::chrono::milliseconds bound)
 
 } // namespace
 
-std::optional<std::string> reap_within(pid_t pid, int &status, std::chrono::milliseconds bound)
-{
-	const auto end = clock::now() + bound;
-	for (;;) {
-		const pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w == pid || (w < 0 && errno != EINTR))
-			return std::nullopt;
-		if (clock::now() >= end)
-			break;
-		std::this_thread::sleep_for(std::chrono::milliseconds(5));
-	}
-	return read_task_state(pid).where();
-}
-
 void answer_unfinished_offline(give_back_attempt &g, std::optional<uint64_t> failed_migrations,
 			       give_back_patience patience)
 {

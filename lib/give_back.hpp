@@ -86,11 +86,6 @@ bool memory_can_go_back(uint64_t pfn);
 // and says so; the child is left running.
 inline constexpr std::chrono::milliseconds exit_after_kill = std::chrono::seconds(10);
 
-// Waits at most `bound` for the child pid to exit, reaping it (its status
-// in `status`). nullopt: it exited; else where it was at the bound ("state
-// R", "state S at do_nanosleep"), left as it is.
-std::optional<std::string> reap_within(pid_t pid, int &status, std::chrono::milliseconds bound);
-
 // Asks for the memory holding pfn back, for a page in `placement`
 // ("movable", "cma", ...; other placements have nothing to give back).
 give_back_attempt give_back_memory(uint64_t pfn, const std::string &placement, give_back_patience patience);

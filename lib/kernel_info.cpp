@@ -2,10 +2,13 @@
 #include "kernel_info.hpp"
 
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/utsname.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "text.hpp"
 
@@ -102,6 +105,20 @@ memlock_info read_memlock_info()
 		}
 	}
 	return m;
+}
+
+std::optional<std::string> reap_within(pid_t pid, int &status, std::chrono::milliseconds bound)
+{
+	const auto end = std::chrono::steady_clock::now() + bound;
+	for (;;) {
+		const pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			return std::nullopt;
+		if (std::chrono::steady_clock::now() >= end)
+			break;
+		std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	}
+	return read_task_state(pid).where();
 }
 
 } // namespace pinmatrix

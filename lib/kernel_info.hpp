@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -27,6 +28,12 @@ struct task_state {
 	std::string where() const;	// "state S at do_wait", "state R", "state ?"
 };
 task_state read_task_state(pid_t pid);
+
+// Waits at most `bound` for the child pid to exit, reaping it (its status
+// in `status`). nullopt: it exited; else where it was at the bound ("state
+// R", "state D at mutex_lock"), left as it is: a task asleep in the kernel
+// uninterruptibly outlives its SIGKILL for as long as that sleep lasts.
+std::optional<std::string> reap_within(pid_t pid, int &status, std::chrono::milliseconds bound);
 
 // /proc/vmstat counters by name (nr_foll_pin_acquired, ...).
 std::map<std::string, uint64_t> read_vmstat();

@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -171,7 +172,7 @@ std::vector<pinmatrix_page> pin_module::probe(uintptr_t addr, size_t npages, uin
 }
 
 int pin_module::try_pin(pinmatrix_contract contract, uintptr_t addr, size_t npages,
-			uint32_t flags, held_pin &out) const
+			uint32_t flags, held_pin &out, size_t *stopped_at) const
 {
 	std::vector<uint64_t> pfns(npages);
 	pinmatrix_pin req{};
@@ -181,7 +182,10 @@ int pin_module::try_pin(pinmatrix_contract contract, uintptr_t addr, size_t npag
 	req.addr = addr;
 	req.npages = npages;
 	req.pfns = reinterpret_cast<uintptr_t>(pfns.data());
+	req.pinned = npages;	// as is unless GUP ran
 	int ret = ioctl_errno(fd(), PINMATRIX_IOC_PIN, &req);
+	if (stopped_at)
+		*stopped_at = size_t(std::min<uint64_t>(req.pinned, npages));
 	if (ret)
 		return ret;
 	held_pin pin;
@@ -196,8 +200,12 @@ held_pin pin_module::pin(pinmatrix_contract contract, uintptr_t addr, size_t npa
 			 uint32_t flags) const
 {
 	held_pin pin;
-	if (int ret = try_pin(contract, addr, npages, flags, pin))
-		throw sys_error(-ret, std::string("PINMATRIX_IOC_PIN ") + contract_name(contract));
+	size_t stopped_at = npages;
+	if (int ret = try_pin(contract, addr, npages, flags, pin, &stopped_at))
+		throw sys_error(-ret, std::string("PINMATRIX_IOC_PIN ") + contract_name(contract) +
+					      (stopped_at < npages ? " at page " + std::to_string(stopped_at) + " of " +
+									     std::to_string(npages)
+								   : std::string()));
 	return pin;
 }
 

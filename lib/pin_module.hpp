@@ -69,8 +69,11 @@ public:
 	}
 	const char *probe_name() const override { return "module"; }
 
+	// 0 or -errno; on a GUP error *stopped_at (when given) is the index of
+	// the page it could not pin (struct pinmatrix_pin.pinned), else npages.
 	int try_pin(pinmatrix_contract contract, uintptr_t addr, size_t npages,
-		    uint32_t flags, held_pin &out) const;
+		    uint32_t flags, held_pin &out, size_t *stopped_at = nullptr) const;
+	// Throws sys_error naming the contract and, for a GUP error, the page.
 	held_pin pin(pinmatrix_contract contract, uintptr_t addr, size_t npages,
 		     uint32_t flags = PINMATRIX_PIN_WRITE) const;
 

@@ -737,14 +737,30 @@ void merge_guest_results(json &doc, const fs::path &guest_dir, std::string &ende
 	}
 }
 
+// The first kernel bug report on the guest's console: what the case that
+// was running when a guest died or hung most likely met. Empty if none.
+std::string first_console_alarm(const fs::path &serial)
+{
+	std::string text;
+	try {
+		text = read_text_file(serial.string());
+	} catch (const std::exception &) {
+		return "";
+	}
+	const auto alarms = kernel_alarms(text);
+	return alarms.empty() ? "" : trimmed(alarms.front());
+}
+
 // Every planned case gets exactly one verdict: the missing ones are
 // errors. The runner writes results.json as it starts and after each
 // case, in plan order: when the guest died, the first case without a
-// record was running. (A job that ended without them said why on the
-// console: a results disk that filled up, say.)
+// record was running, and its reason names the console's first kernel
+// bug report. (A job that ended without them said why on the console: a
+// results disk that filled up, say.)
 void add_missing_records(json &doc, const group_spec &g, const std::string &ended,
 			 const std::optional<int> &job_status, const std::string &excerpt)
 {
+	const std::string alarm = first_console_alarm(g.out / "serial.log");
 	const auto suites = make_suites(group_suite_options(g));
 	const bool guest_died = doc.contains("plan") && !doc.value("complete", false) && !job_status;
 	bool first_missing = true;
@@ -763,6 +779,8 @@ void add_missing_records(json &doc, const group_spec &g, const std::string &ende
 							: first_missing ? "case " + c.id + " was running when the guest ended: "
 									: "not reached: ") +
 						       why);
+		if (guest_died && first_missing && !alarm.empty())
+			r.add_reason("the kernel reported a bug on the console: " + alarm);
 		r.suite = owner->name();
 		if (guest_died && !first_missing)
 			r.details["not_reached"] = true;	// never started (KCIDB's MISS)

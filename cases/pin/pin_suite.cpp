@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "kernel_rules.hpp"
 #include "pin_case.hpp"
 #include "placement.hpp"
+#include "registration_telemetry.hpp"
 #include "pin_record.hpp"
 #include "results.hpp"
 #include "sys_error.hpp"
@@ -50,6 +52,32 @@ json out_of_tree_modules()
 		    line.find('O', flags) != std::string::npos)
 			names.push_back(line.substr(0, line.find(' ')));
 	return names;
+}
+
+// An ENOMEM the case expects is a migration that a held pin blocked. The
+// registration's telemetry tells other ENOMEMs apart (lib/diagnosis/
+// registration_telemetry.hpp): the memlock quota, checked before any page
+// is looked at, or no memory at all. Either decided nothing about the
+// placement contract: the case is an ERROR that says which, never a PASS
+// (nor a FAIL: its recovery, a registration too, met the same quota).
+void refuse_an_enomem_of_another_cause(case_record &r, const json &observation)
+{
+	const bool judged = r.outcome == verdict::pass || r.outcome == verdict::fail;
+	if (!judged || r.expected.value("errno", 0) != ENOMEM)
+		return;
+	const json regs = observation.value("registrations", json::array());
+	if (!regs.is_array() || regs.empty() || !regs[0].is_object() || !regs[0].contains("classification"))
+		return;
+	const json &cls = regs[0]["classification"];
+	const std::string why = cls.value("class", "");
+	if (why != name(enomem_class::memlock_quota) && why != name(enomem_class::capacity))
+		return;
+	std::string facts;
+	for (const auto &f : cls.value("facts", json::array()))
+		facts += (facts.empty() ? "" : "; ") + f.get<std::string>();
+	r.outcome = verdict::error;
+	r.reason = "the registration's ENOMEM is the " + why + "'s (" + facts +
+		   "), not a migration a held pin blocked: the case decided nothing";
 }
 
 class pin_suite final : public suite {
@@ -156,6 +184,7 @@ public:
 		case_record r = record_of(pinmatrix::judge(def(pc), observation_from_json(observation)));
 		if (r.observed)
 			attach_telemetry(*r.observed, observation);
+		refuse_an_enomem_of_another_cause(r, observation);
 		attach_kernel_rules(r, def(pc));
 		return r;
 	}

@@ -141,7 +141,8 @@ int kernel_alarms(std::string *first)
 
 namespace {
 
-[[noreturn]] void child_main(const std::function<json()> &body, int fd)
+// In the child: body()'s result (or what it threw) as JSON on fd.
+void send_result(const std::function<json()> &body, int fd)
 {
 	json out;
 	try {
@@ -156,7 +157,6 @@ namespace {
 			_exit(3);
 		off += size_t(n);
 	}
-	_exit(0);
 }
 
 // What fd gives until EOF, or nullopt at the deadline.
@@ -182,7 +182,7 @@ std::optional<std::string> read_all(int fd, int timeout_s)
 
 } // namespace
 
-json in_child_process(const std::function<json()> &body, int timeout_s)
+piped_child fork_piped(const std::function<void(int to_parent)> &body)
 {
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC))
@@ -193,9 +193,19 @@ json in_child_process(const std::function<json()> &body, int timeout_s)
 		throw last_sys_error("fork");
 	if (pid == 0) {
 		rd.reset();
-		child_main(body, wr.get());
+		try {
+			body(wr.get());
+		} catch (...) {
+			_exit(2);
+		}
+		_exit(0);
 	}
-	wr.reset();
+	return {pid, std::move(rd)};
+}
+
+json in_child_process(const std::function<json()> &body, int timeout_s)
+{
+	auto [pid, rd] = fork_piped([&](int fd) { send_result(body, fd); });
 	const auto text = read_all(rd.get(), timeout_s);
 	if (!text)
 		kill(pid, SIGKILL);

@@ -245,12 +245,28 @@ int accel::ualink_ioctl(drm_amdgpu_ualink_handle &arg) const
 	return drm_rc(drmIoctl(fd(), DRM_IOCTL_AMDGPU_UALINK_HANDLE, &arg));
 }
 
-int accel::try_export(uint32_t gem, handle128 &out, uint32_t flags) const
+drm_amdgpu_ualink_handle export_request(uint32_t gem, uint32_t flags)
 {
 	drm_amdgpu_ualink_handle arg{};
 	arg.in.op = DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT;
 	arg.in.flags = flags;
 	arg.in.gem_handle = gem;
+	return arg;
+}
+
+drm_amdgpu_ualink_handle import_request(const handle128 &h, uint32_t flags)
+{
+	drm_amdgpu_ualink_handle arg{};
+	arg.in.op = DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT;
+	arg.in.flags = flags;
+	arg.in.import_ualink_handle[0] = h.lo;
+	arg.in.import_ualink_handle[1] = h.hi;
+	return arg;
+}
+
+int accel::try_export(uint32_t gem, handle128 &out, uint32_t flags) const
+{
+	drm_amdgpu_ualink_handle arg = export_request(gem, flags);
 	const int rc = ualink_ioctl(arg);
 	if (!rc)
 		out = {arg.out.export_ualink_handle[0], arg.out.export_ualink_handle[1]};
@@ -267,11 +283,7 @@ handle128 accel::export_bo(uint32_t gem) const
 
 int accel::try_import(const handle128 &h, unique_fd &dmabuf, uint32_t flags) const
 {
-	drm_amdgpu_ualink_handle arg{};
-	arg.in.op = DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT;
-	arg.in.flags = flags;
-	arg.in.import_ualink_handle[0] = h.lo;
-	arg.in.import_ualink_handle[1] = h.hi;
+	drm_amdgpu_ualink_handle arg = import_request(h, flags);
 	const int rc = ualink_ioctl(arg);
 	if (!rc)
 		dmabuf.reset(int(arg.out.import_dmabuf_handle));

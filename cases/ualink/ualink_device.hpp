@@ -33,6 +33,11 @@ struct handle128 {
 };
 std::string to_string(const handle128 &h);	// "0x<hi>:0x<lo>"
 
+// The ioctl's argument for an export of gem, or an import of h, as a
+// caller fills it in (everything else 0).
+drm_amdgpu_ualink_handle export_request(uint32_t gem, uint32_t flags = 0);
+drm_amdgpu_ualink_handle import_request(const handle128 &h, uint32_t flags = 0);
+
 enum class driver_kind { amdgpu, model };
 
 // One GEM handle in one DRM file; DRM_IOCTL_GEM_CLOSE when it goes.

@@ -380,23 +380,16 @@ void check_refusal(case_context &c, const accel &counted, const refusal &r)
 	c.expect(r.what + ": no new fd", fds_after == fds, std::to_string(fds), std::to_string(fds_after));
 }
 
+// An export's argument with every byte export does not read set: a
+// refusal must give those back too.
 drm_amdgpu_ualink_handle export_arg(uint32_t gem, uint32_t op = DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT,
 				    uint32_t flags = 0)
 {
 	drm_amdgpu_ualink_handle arg;
-	std::memset(&arg, 0x5a, sizeof(arg));	// what export does not read must come back too
+	std::memset(&arg, 0x5a, sizeof(arg));
 	arg.in.op = op;
 	arg.in.flags = flags;
 	arg.in.gem_handle = gem;
-	return arg;
-}
-
-drm_amdgpu_ualink_handle import_arg(const handle128 &h)
-{
-	drm_amdgpu_ualink_handle arg{};
-	arg.in.op = DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT;
-	arg.in.import_ualink_handle[0] = h.lo;
-	arg.in.import_ualink_handle[1] = h.hi;
 	return arg;
 }
 
@@ -426,14 +419,14 @@ void refused_calls_change_nothing(case_context &c)
 		{"export with flags 0x1", "flags", &a, export_arg(bo.get(), DRM_AMDGPU_UALINK_HANDLE_OP_EXPORT, 1)},
 		{"export of GEM handle 0", "gem", &a, export_arg(0)},
 		{"export of a GTT-only BO", "gtt", &a, export_arg(gtt_bo.get())},
-		{"import of a handle nobody exported", "forged", &b, import_arg(forged_handle(a.id()))},
-		{"re-import with a wrong handle_hi", "forged", &b, import_arg({h.lo, h.hi ^ 1})},
-		{"import on the exporter with a wrong handle_hi", "forged", &a, import_arg({h.lo, h.hi ^ 1})},
-		{"import of accel id 300", "accel-id", &b, import_arg(forged_handle(300))},
+		{"import of a handle nobody exported", "forged", &b, import_request(forged_handle(a.id()))},
+		{"re-import with a wrong handle_hi", "forged", &b, import_request({h.lo, h.hi ^ 1})},
+		{"import on the exporter with a wrong handle_hi", "forged", &a, import_request({h.lo, h.hi ^ 1})},
+		{"import of accel id 300", "accel-id", &b, import_request(forged_handle(300))},
 	};
 	if (const auto id = outside_the_pod(a))
 		calls.push_back({"import from accel id " + std::to_string(*id) + " (not in the pod)", "unknown-peer", &b,
-				 import_arg(forged_handle(*id))});
+				 import_request(forged_handle(*id))});
 	for (const auto &r : calls)
 		check_refusal(c, a, r);
 	// An exporter that does not answer: a third accelerator taken offline
@@ -443,7 +436,7 @@ void refused_calls_change_nothing(case_context &c)
 		auto other = off.create_bo(4096, vram);
 		const handle128 gone = off.export_bo(other.get());
 		state_guard offline(off, "ready");
-		check_refusal(c, a, {"import from an exporter that is offline", "offline-exporter", &b, import_arg(gone)});
+		check_refusal(c, a, {"import from an exporter that is offline", "offline-exporter", &b, import_request(gone)});
 	}
 	c.summary = std::to_string(calls.size() + (c.pod.remote_count() > 1)) +
 		    " refusals: argument as sent, counts and fds as before";

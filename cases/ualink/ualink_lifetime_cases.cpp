@@ -464,28 +464,16 @@ void outlives_then_revoked(case_context &c, const std::string &how, const accel 
 // waits until killed.
 pid_t exporter_process(const accel &a, handle128 &h)
 {
-	int fds[2];
-	if (pipe2(fds, O_CLOEXEC))
-		throw last_sys_error("pipe2");
-	unique_fd rd(fds[0]), wr(fds[1]);
-	const pid_t pid = fork();
-	if (pid < 0)
-		throw last_sys_error("fork");
-	if (pid == 0) {
-		try {
-			accel mine = a.reopen();
-			auto bo = mine.create_bo(bo_size, vram);
-			const handle128 out = mine.export_bo(bo.get());
-			if (write(wr.get(), &out, sizeof(out)) != sizeof(out))
-				_exit(3);
-			for (;;)
-				pause();
-		} catch (...) {
-			_exit(2);
-		}
-	}
-	wr.reset();
-	if (read(rd.get(), &h, sizeof(h)) != sizeof(h)) {
+	auto [pid, from_child] = fork_piped([&](int to_parent) {
+		accel mine = a.reopen();
+		auto bo = mine.create_bo(bo_size, vram);
+		const handle128 out = mine.export_bo(bo.get());
+		if (write(to_parent, &out, sizeof(out)) != sizeof(out))
+			_exit(3);
+		for (;;)
+			pause();
+	});
+	if (read(from_child.get(), &h, sizeof(h)) != sizeof(h)) {
 		int status;
 		waitpid(pid, &status, 0);
 		throw std::runtime_error("the exporting child process said no handle");

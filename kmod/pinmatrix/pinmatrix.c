@@ -12,14 +12,17 @@
  * Every pin belongs to the open file that took it and is released by UNPIN
  * or when the last descriptor of that file is closed, also when its process
  * is killed. Pins only ever cover the calling process's own memory
- * (current->mm), and each is charged to that mm's pinned_vm (VmPin), within
- * RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK, as ib_umem_get() charges
- * a registration; the charge stays on that mm until the pin is released.
+ * (current->mm). A long-term pin is charged to that mm's pinned_vm (VmPin),
+ * within RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK, as ib_umem_get()
+ * charges a registration; the charge stays on that mm until the pin is
+ * released. Short-term pins and references are not charged, as no kernel
+ * pinner of those kinds charges them.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/list.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/memremap.h>
@@ -27,6 +30,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/pageblock-flags.h>
+#include <linux/poison.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -60,6 +64,20 @@ module_param(spin_pin_until_killed, bool, 0600);
 MODULE_PARM_DESC(spin_pin_until_killed,
 		 "Fault injection: PIN holds its pages and spins (runnable) until its task is killed");
 
+/*
+ * Fault injection for the runner's tests: the oops a driver bug makes with
+ * a lock held (a read through a freed list entry's poisoned pointer), after
+ * which every later PIN waits on that lock, uninterruptibly as
+ * mutex_lock() does: what a run must survive and name.
+ */
+static bool oops_in_pin;
+module_param(oops_in_pin, bool, 0600);
+MODULE_PARM_DESC(oops_in_pin,
+		 "Fault injection: PIN oopses with a lock held; every later PIN waits on it forever");
+
+static DEFINE_MUTEX(pm_oops_lock);
+static bool pm_oopsed;
+
 /* Probe in batches so that a scan of hundreds of MiB needs no large buffer. */
 #define PROBE_BATCH 256
 
@@ -69,10 +87,11 @@ struct pm_pin {
 	u32 flags;
 	bool pending;		/* in pins[], its id not yet given out: no one's */
 	u64 addr;
-	unsigned long npages;	/* asked for: reserved and charged */
+	unsigned long npages;	/* asked for: reserved */
 	unsigned long npinned;	/* held: what release gives back */
+	unsigned long charged;	/* to mm's pinned_vm: npages if long-term, else 0 */
 	struct page **pages;
-	struct mm_struct *mm;	/* charged (pinned_vm), held by mmgrab() */
+	struct mm_struct *mm;	/* the pinner's, held by mmgrab() */
 };
 
 /*
@@ -406,69 +425,86 @@ static void pm_put_pages(struct pm_pin *pin)
 }
 
 /*
- * Charges npages to mm's pinned_vm as ib_umem_get() does
- * (drivers/infiniband/core/umem.c): past RLIMIT_MEMLOCK only with
- * CAP_IPC_LOCK, else -ENOMEM. Every kind of pin counts: each keeps its
- * pages from being migrated or freed for as long as it is held.
+ * Charges a long-term pin to its mm's pinned_vm as ib_umem_get() and
+ * io_uring's fixed buffers do (drivers/infiniband/core/umem.c): past
+ * RLIMIT_MEMLOCK only with CAP_IPC_LOCK, else -ENOMEM. A short-term FOLL_PIN
+ * or a FOLL_GET reference is not charged: no kernel pinner of those
+ * charges them, nor the GPU host pin they stand for (NVIDIA's
+ * os_lock_user_pages()), so that an ENOMEM of the registration after them
+ * is the kernel's, not this module's. Holds the mm either way.
  */
-static int pm_charge(struct mm_struct *mm, unsigned long npages)
+static int pm_charge(struct pm_pin *pin)
 {
 	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	u64 pinned = atomic64_add_return(npages, &mm->pinned_vm);
+	u64 pinned;
 
-	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
-		atomic64_sub(npages, &mm->pinned_vm);
-		return -ENOMEM;
+	if (pin->contract == PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM) {
+		pinned = atomic64_add_return(pin->npages, &pin->mm->pinned_vm);
+		if (pinned > limit && !capable(CAP_IPC_LOCK)) {
+			atomic64_sub(pin->npages, &pin->mm->pinned_vm);
+			return -ENOMEM;
+		}
+		pin->charged = pin->npages;
 	}
-	mmgrab(mm);
+	mmgrab(pin->mm);
 	return 0;
 }
 
 /* Undoes pm_charge(), on the mm that was charged, whoever releases. */
-static void pm_uncharge(struct mm_struct *mm, unsigned long npages)
+static void pm_uncharge(struct pm_pin *pin)
 {
-	atomic64_sub(npages, &mm->pinned_vm);
-	mmdrop(mm);
+	atomic64_sub(pin->charged, &pin->mm->pinned_vm);
+	mmdrop(pin->mm);
 }
 
 /* Releases a pin that is in no table (or never was). */
 static void pm_release_pin(struct pm_file *pf, struct pm_pin *pin)
 {
 	pm_put_pages(pin);
-	pm_uncharge(pin->mm, pin->npages);
+	pm_uncharge(pin);
 	atomic_long_sub(pin->npages, &pf->reserved_pages);
 	kfree(pin);
 }
 
-static long pm_take_pages(struct pm_pin *pin)
+/* One GUP call of the pin's contract, for npages from page `from` on. */
+static long pm_gup(struct pm_pin *pin, unsigned long from, unsigned long npages)
 {
+	unsigned long addr = pin->addr + (from << PAGE_SHIFT);
 	unsigned int gup_flags = 0;
-	long got;
 
 	if (pin->flags & PINMATRIX_PIN_WRITE)
 		gup_flags |= FOLL_WRITE;
-
 	switch (pin->contract) {
 	case PINMATRIX_CONTRACT_GUP_REF:
-		got = get_user_pages_fast(pin->addr, pin->npages, gup_flags,
-					  pin->pages);
-		break;
+		return get_user_pages_fast(addr, npages, gup_flags, pin->pages + from);
 	case PINMATRIX_CONTRACT_FOLL_PIN:
-		got = pin_user_pages_fast(pin->addr, pin->npages, gup_flags,
-					  pin->pages);
-		break;
+		return pin_user_pages_fast(addr, npages, gup_flags, pin->pages + from);
 	case PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM:
-		got = pin_user_pages_fast(pin->addr, pin->npages,
-					  gup_flags | FOLL_LONGTERM, pin->pages);
-		break;
-	default:
-		return -EINVAL;
+		return pin_user_pages_fast(addr, npages, gup_flags | FOLL_LONGTERM,
+					   pin->pages + from);
 	}
-	if (got < 0)
-		return got;	/* nothing to release */
-	pin->npinned = got;
-	/* All or nothing: a partial pin would hide which page failed. */
-	return got < pin->npages ? -EFAULT : 0;
+	return -EINVAL;
+}
+
+/*
+ * All of the range or an error, as ib_umem_get() pins it: GUP stops short
+ * at a page it cannot pin (its fast path pinned those before), and asked
+ * again from there it gives the kernel's errno for that page. npinned is
+ * the pages held, which the caller releases on error.
+ */
+static int pm_take_pages(struct pm_pin *pin)
+{
+	long got;
+
+	while (pin->npinned < pin->npages) {
+		got = pm_gup(pin, pin->npinned, pin->npages - pin->npinned);
+		if (got <= 0)
+			return got ? got : -EFAULT;
+		pin->npinned += got;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+	}
+	return 0;
 }
 
 /* noinline: a task dump should name where the task is stuck. */
@@ -497,6 +533,28 @@ static noinline int pm_spin_until_killed(void)
 			cond_resched();
 	}
 	return -EINTR;
+}
+
+/* noinline: the oops should name where it happened. */
+static noinline void pm_oops_with_lock_held(void)
+{
+	struct list_head *freed = LIST_POISON1;
+
+	mutex_lock(&pm_oops_lock);
+	WRITE_ONCE(pm_oopsed, true);
+	pr_info("%s[%d]: PIN oopses with pm_oops_lock held (oops_in_pin)\n",
+		current->comm, task_pid_nr(current));
+	READ_ONCE(freed->next);
+	mutex_unlock(&pm_oops_lock);
+}
+
+/* After the oops: the lock its task died holding. */
+static void pm_wait_for_oops_lock(void)
+{
+	if (!READ_ONCE(pm_oopsed))
+		return;
+	mutex_lock(&pm_oops_lock);
+	mutex_unlock(&pm_oops_lock);
 }
 
 /* Writes the pinned PFNs out; a fault there may wait, so no lock is held. */
@@ -549,6 +607,30 @@ static int pm_insert_pin(struct pm_file *pf, struct pm_pin *pin, u32 __user *uid
 	return ret;
 }
 
+/*
+ * The pages of a new pin taken and given out: pinned, the PFNs and the id
+ * written back, the pin in the file's table. On error the caller releases
+ * what npinned holds.
+ */
+static int pm_hold_pages(struct pm_file *pf, struct pm_pin *pin,
+			 struct pinmatrix_pin __user *uarg, u64 __user *upfns)
+{
+	int ret = pm_take_pages(pin);
+
+	/* Which page GUP stopped at matters more than whether this lands. */
+	if (put_user((u64)pin->npinned, &uarg->pinned) && !ret)
+		return -EFAULT;
+	if (!ret && READ_ONCE(stall_pin_until_killed))
+		ret = pm_stall_until_killed();
+	if (!ret && READ_ONCE(spin_pin_until_killed))
+		ret = pm_spin_until_killed();
+	if (!ret)
+		ret = pm_put_pfns(pin, upfns);
+	if (!ret)
+		ret = pm_insert_pin(pf, pin, &uarg->id);
+	return ret;
+}
+
 static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 {
 	struct pinmatrix_pin __user *uarg = arg;
@@ -574,6 +656,9 @@ static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 	upfns = u64_to_user_ptr(req.pfns);
 	if (!access_ok(upfns, req.npages * sizeof(*upfns)))
 		return -EFAULT;
+	pm_wait_for_oops_lock();
+	if (READ_ONCE(oops_in_pin))
+		pm_oops_with_lock_held();
 
 	/* Reserve against the per-file cap first: no lock, nothing waits. */
 	if (atomic_long_add_return(req.npages, &pf->reserved_pages) >
@@ -593,7 +678,7 @@ static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 	pin->npages = req.npages;
 	pin->mm = current->mm;
 
-	ret = pm_charge(pin->mm, pin->npages);
+	ret = pm_charge(pin);
 	if (ret)
 		goto out_free;
 
@@ -603,15 +688,7 @@ static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 		goto out_uncharge;
 	}
 
-	ret = pm_take_pages(pin);
-	if (!ret && READ_ONCE(stall_pin_until_killed))
-		ret = pm_stall_until_killed();
-	if (!ret && READ_ONCE(spin_pin_until_killed))
-		ret = pm_spin_until_killed();
-	if (!ret)
-		ret = pm_put_pfns(pin, upfns);
-	if (!ret)
-		ret = pm_insert_pin(pf, pin, &uarg->id);
+	ret = pm_hold_pages(pf, pin, uarg, upfns);
 	if (ret)
 		goto out_put_pages;
 	return 0;
@@ -619,7 +696,7 @@ static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 out_put_pages:
 	pm_put_pages(pin);
 out_uncharge:
-	pm_uncharge(pin->mm, pin->npages);
+	pm_uncharge(pin);
 out_free:
 	kfree(pin);
 out_unreserve:

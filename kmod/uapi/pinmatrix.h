@@ -21,7 +21,7 @@
  * 2: PINMATRIX_PAGE_LONGTERM_PINNABLE means something only with
  * PINMATRIX_PAGE_PINNABLE_KNOWN; a probe no longer reads page tables.
  */
-#define PINMATRIX_ABI_VERSION	2
+#define PINMATRIX_ABI_VERSION	3
 
 /* Zone of a page: the kernel's zone, folded into a stable numbering. */
 enum pinmatrix_zone {
@@ -124,16 +124,23 @@ enum pinmatrix_contract {
 #define PINMATRIX_PIN_WRITE	(1U << 0)	/* FOLL_WRITE */
 
 /*
- * PINMATRIX_IOC_PIN pins npages of the caller's own memory (current->mm)
- * and charges them to that mm's pinned_vm (VmPin in /proc/PID/status), as
- * ib_umem_get() charges a registration: past RLIMIT_MEMLOCK (the caller's
- * soft limit, in pages) it fails with -ENOMEM unless the caller has
- * CAP_IPC_LOCK. Every contract is charged. The charge stays on the mm that
+ * PINMATRIX_IOC_PIN pins npages of the caller's own memory (current->mm).
+ * A long-term pin (PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM) is charged to that
+ * mm's pinned_vm (VmPin in /proc/PID/status), as ib_umem_get() charges a
+ * registration: past RLIMIT_MEMLOCK (the caller's soft limit, in pages) it
+ * fails with -ENOMEM unless the caller has CAP_IPC_LOCK. A short-term pin
+ * and a reference are not charged, as no kernel pinner of those charges
+ * them (nor the GPU host pin they stand for). The charge stays on the mm that
  * pinned until the pin is released (UNPIN, or the last close of the file),
  * also when the pin is released by another process sharing the file, or
  * after the pinning process has exited: a file inherited across fork or
  * passed over a socket is one pin table, and each of its pins is charged to
  * whichever process took it, under that process's limit.
+ *
+ * GUP is asked again for the rest after a short count, as ib_umem_get()
+ * asks it: the error is the kernel's for the page it stopped at (-ENOMEM
+ * where a page that must move for a long-term pin cannot), and pinned says
+ * which page that was (the pages pinned before it), whatever page it is.
  *
  * A PIN waits (in GUP, faults, migration) holding no lock of the file:
  * other calls on the same file, from other threads or processes, go on,
@@ -141,8 +148,8 @@ enum pinmatrix_contract {
  *
  * Errors: -EINVAL bad size, contract, flags, alignment, or npages 0 or over
  * PINMATRIX_PIN_MAX_PAGES; -EFAULT a range or pfns[] that is not user
- * memory, a page that could not be pinned (nothing is kept), or a fault
- * writing pfns[] or id; -ENOSPC the file's pins would pass max_pinned_pages
+ * memory, or a fault writing pfns[] or id; GUP's own error for a page it
+ * could not pin (nothing is kept, pinned says which); -ENOSPC the file's pins would pass max_pinned_pages
  * (INFO); -ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK, or no memory;
  * -EINTR killed while waiting.
  */
@@ -154,6 +161,8 @@ struct pinmatrix_pin {
 	__u64 addr;		/* in: page aligned user address */
 	__u64 npages;		/* in: 1 .. PINMATRIX_PIN_MAX_PAGES, within the per-file cap */
 	__u64 pfns;		/* in: user pointer to npages __u64; out: PFNs pinned */
+	__u64 pinned;		/* out, once GUP ran: the pages it pinned (npages, or the
+				 * index of the page whose error the PIN returns) */
 };
 
 struct pinmatrix_unpin {

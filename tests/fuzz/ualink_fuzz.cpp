@@ -82,13 +82,13 @@ constexpr uint64_t page = 4096;
 enum op : unsigned {
 	op_create, op_close, op_export, op_import, op_prime_export, op_prime_import, op_close_dmabuf,
 	op_mmap, op_munmap, op_info, op_evict, op_remote_access, op_stats, op_roundtrip, op_raw,
-	op_reopen, op_flink, op_node_chaos, op_count
+	op_reopen, op_flink, op_node_chaos, op_observe, op_count
 };
 const char *const op_names[op_count] = {
 	"gem_create", "gem_close", "ualink_export", "ualink_import", "prime_handle_to_fd",
 	"prime_fd_to_handle", "close_dmabuf", "mmap", "munmap", "gem_info", "gem_evict",
 	"remote_access", "pod_stats", "roundtrip", "raw_ioctl", "reopen_file", "flink_open",
-	"node_chaos"};
+	"node_chaos", "observe"};
 
 struct tally {
 	long calls[op_count] = {};
@@ -525,6 +525,7 @@ private:
 		case 33: return reopen();
 		case 34: case 35: return flink_open();
 		case 36: return node_chaos();
+		case 37: case 38: return observe();
 		default: return dmabuf_ops();
 		}
 	}
@@ -1041,6 +1042,38 @@ private:
 			set_faults(one_in(3) ? 0 : uint32_t(g_()) & UALINK_SIM_FAULT_ALL);
 		}
 		count(op_node_chaos, 0);
+	}
+
+	// What the kernel shows of the pod outside the ioctls, read while the
+	// other threads change it: debugfs (a show that follows a dangling
+	// import oopses, with the pod's lock held), sysfs, and fdinfo and the
+	// name of a dma-buf or DRM file of this process.
+	void observe()
+	{
+		const accel_nodes &n = env_.accels[g_() % env_.accels.size()];
+		std::string path;
+		switch (g_() % 5) {
+		case 0: path = "/sys/kernel/debug/" UALINK_SIM_DRIVER_NAME "/npa"; break;
+		case 1: path = (n.sysfs / (one_in(2) ? "accel_state" : "vpod_active_accels")).string(); break;
+		case 2: path = "/sys/kernel/debug/" UALINK_SIM_DRIVER_NAME "/faults"; break;
+		default: {
+			const int fd = !dmabufs_.empty() && one_in(2) ? dmabufs_[g_() % dmabufs_.size()].fd : pick_file().fd;
+			char target[256];
+			if (readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), target, sizeof(target)) < 0)
+				return (void)count(op_observe, -errno);
+			path = "/proc/self/fdinfo/" + std::to_string(fd);
+		}
+		}
+		const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return (void)count(op_observe, -errno);
+		char buf[4096];
+		ssize_t got;
+		while ((got = read(fd, buf, sizeof(buf))) > 0)
+			;
+		const int err = got < 0 ? -errno : 0;
+		close(fd);
+		count(op_observe, err);
 	}
 
 	// An accelerator just taken offline keeps nothing: its exports died

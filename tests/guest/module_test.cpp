@@ -227,6 +227,80 @@ TEST_F(Module, LongTermPinMovesAMovablePageOut)
 	EXPECT_NE(after.zone, PINMATRIX_ZONE_MOVABLE);
 }
 
+namespace {
+
+// Two pages side by side in one range: an ordinary page then a ZONE_MOVABLE
+// one (each found, then moved into place by mremap(), which keeps the
+// page). Unmapped when it goes.
+struct ordinary_then_movable {
+	void *base = MAP_FAILED;
+	~ordinary_then_movable()
+	{
+		if (base != MAP_FAILED)
+			munmap(base, 2 * page_size());
+	}
+};
+
+bool place(found_page &f, void *at)
+{
+	void *old = f.map.data();
+	if (mremap(old, page_size(), page_size(), MREMAP_MAYMOVE | MREMAP_FIXED, at) != at)
+		return false;
+	// At once, before anything else is mapped where it was: the mapping
+	// lets go of its old range (now empty) and will unmap nothing.
+	f.map.trim_to(0, 0);
+	return true;
+}
+
+} // namespace
+
+// GUP-fast pins the ordinary page and stops at the one it may not pin
+// long-term in place; pin_user_pages_fast() returns that short count. The
+// PIN asks again from there, as ib_umem_get() does, and returns the
+// kernel's errno for that page (ENOMEM: a held FOLL_PIN blocks its
+// migration) with its index, not a short count's EFAULT.
+TEST_F(Module, APinWhoseLastPageCannotMoveIsENOMEMAtThatPage)
+{
+	auto movable = find_page(module, placement::movable, 64 << 20);
+	if (!movable)
+		GTEST_SKIP() << "no ZONE_MOVABLE page (boot with movablecore=)";
+	// Movable allocations take ZONE_MOVABLE first: an ordinary page comes
+	// once it is full (what the page finder faults in, it gives back).
+	auto ordinary = find_page(module, placement::ordinary, size_t(2048) << 20);
+	ASSERT_TRUE(ordinary) << "no ordinary page";
+	ordinary_then_movable range;
+	range.base = mmap(nullptr, 2 * page_size(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(range.base, MAP_FAILED);
+	auto *second = static_cast<std::byte *>(range.base) + page_size();
+	ASSERT_TRUE(place(*ordinary, range.base)) << strerror(errno);
+	ASSERT_TRUE(place(*movable, second)) << strerror(errno);
+	ASSERT_EQ(module.probe_one(uintptr_t(second)).pfn, movable->page.pfn);
+	const int64_t outstanding = pins_outstanding();
+
+	held_pin blocking = module.pin(PINMATRIX_CONTRACT_FOLL_PIN, uintptr_t(second), 1);
+	std::vector<uint64_t> pfns(2);
+	pinmatrix_pin p{};
+	p.size = sizeof(p);
+	p.contract = PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM;
+	p.addr = uintptr_t(range.base);
+	p.npages = 2;
+	p.pfns = uintptr_t(pfns.data());
+	p.pinned = ~0ULL;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), ENOMEM);
+	EXPECT_EQ(p.pinned, 1u) << "the page the PIN stopped at";
+	EXPECT_EQ(module.list().size(), 1u) << "nothing of the refused PIN is kept";
+	EXPECT_EQ(module.probe_one(uintptr_t(second)).pfn, movable->page.pfn) << "the blocked page moved";
+
+	// Once the short-term pin goes, the same PIN moves the page and holds both.
+	EXPECT_EQ(blocking.release(), 0);
+	p.pinned = 0;
+	EXPECT_EQ(raw_ioctl(module, PINMATRIX_IOC_PIN, p), 0);
+	EXPECT_EQ(p.pinned, 2u);
+	EXPECT_NE(pfns[1], movable->page.pfn);
+	EXPECT_EQ(module.try_unpin(p.id), 0);
+	EXPECT_EQ(pins_outstanding(), outstanding);
+}
+
 TEST_F(Module, BadArgumentsAreRefusedAndLeakNothing)
 {
 	const int64_t outstanding = pins_outstanding();
@@ -540,10 +614,11 @@ TEST(ModuleUnload, APinStuckInTheKernelHoldsTheModuleUntilKilled)
 	EXPECT_FALSE(std::filesystem::exists(module_dir));
 }
 
-// Memlock accounting (issue 13, item 9): every pin is charged to the
-// pinning process's mm->pinned_vm (VmPin) as ib_umem_get() charges a
-// registration, refused past RLIMIT_MEMLOCK without CAP_IPC_LOCK (ENOMEM),
-// and uncharged when it is released (UNPIN or the last close).
+// Memlock accounting (issue 13, item 9; issue 31, part 5): a long-term pin
+// is charged to the pinning process's mm->pinned_vm (VmPin) as
+// ib_umem_get() charges a registration, refused past RLIMIT_MEMLOCK without
+// CAP_IPC_LOCK (ENOMEM), and uncharged when it is released (UNPIN or the
+// last close); short-term pins and references are not charged.
 namespace {
 
 // VmPin of /proc/self/status, in kB; -1 when absent.
@@ -605,39 +680,44 @@ std::string child_step(int status, const std::map<int, const char *> &steps)
 
 } // namespace
 
-TEST_F(Module, EachPinIsChargedToVmPinUntilReleased)
+// A long-term pin is charged as ib_umem_get() charges a registration; a
+// short-term pin and a reference are not, as no kernel pinner of those
+// charges them (nor the GPU host pin they stand for): an ENOMEM of a
+// registration after them is then the kernel's, not the module's charge.
+TEST_F(Module, ALongTermPinIsChargedToVmPinUntilReleasedOthersAreNot)
 {
 	const long base = vm_pin_kb();
 	ASSERT_GE(base, 0) << "no VmPin in /proc/self/status";
-	for (auto contract : {PINMATRIX_CONTRACT_GUP_REF, PINMATRIX_CONTRACT_FOLL_PIN,
-			      PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM}) {
+	held_pin pin = module.pin(PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM, pages.addr(), pages_held);
+	EXPECT_EQ(vm_pin_kb(), base + pages_kb(pages_held));
+	held_pin more = module.pin(PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM, pages.addr(), 3);
+	EXPECT_EQ(vm_pin_kb(), base + pages_kb(pages_held + 3));
+	EXPECT_EQ(pin.release(), 0);
+	EXPECT_EQ(vm_pin_kb(), base + pages_kb(3));
+	EXPECT_EQ(more.release(), 0);
+	EXPECT_EQ(vm_pin_kb(), base);
+	for (auto contract : {PINMATRIX_CONTRACT_GUP_REF, PINMATRIX_CONTRACT_FOLL_PIN}) {
 		SCOPED_TRACE(contract_name(contract));
-		held_pin pin = module.pin(contract, pages.addr(), pages_held);
-		EXPECT_EQ(vm_pin_kb(), base + pages_kb(pages_held));
-		held_pin more = module.pin(contract, pages.addr(), 3);
-		EXPECT_EQ(vm_pin_kb(), base + pages_kb(pages_held + 3));
-		EXPECT_EQ(pin.release(), 0);
-		EXPECT_EQ(vm_pin_kb(), base + pages_kb(3));
-		EXPECT_EQ(more.release(), 0);
+		held_pin short_term = module.pin(contract, pages.addr(), pages_held);
 		EXPECT_EQ(vm_pin_kb(), base);
 	}
 	// A refused or failed pin leaves no charge behind.
 	mapping hole = populated_pages(4 * page_size());
 	hole.trim_to(0, 2 * page_size());
 	held_pin none;
-	EXPECT_EQ(module.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, hole.addr(), 4, 0, none), -EFAULT);
+	EXPECT_EQ(module.try_pin(PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM, hole.addr(), 4, 0, none), -EFAULT);
 	EXPECT_EQ(vm_pin_kb(), base);
 	// The last close releases what the file still holds, and uncharges it.
 	int fd = ::open(default_device_path, O_RDWR | O_CLOEXEC);
 	ASSERT_GE(fd, 0);
-	EXPECT_GT(raw_pin(fd, PINMATRIX_CONTRACT_FOLL_PIN, pages.addr(), pages_held), 0);
+	EXPECT_GT(raw_pin(fd, PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM, pages.addr(), pages_held), 0);
 	EXPECT_GT(raw_pin(fd, PINMATRIX_CONTRACT_GUP_REF, pages.addr(), 5), 0);
-	EXPECT_EQ(vm_pin_kb(), base + pages_kb(pages_held + 5));
+	EXPECT_EQ(vm_pin_kb(), base + pages_kb(pages_held));
 	close(fd);
 	EXPECT_EQ(vm_pin_kb(), base);
 }
 
-TEST(ModuleMemlock, APinPastRlimitMemlockWithoutCapIpcLockIsENOMEM)
+TEST(ModuleMemlock, ALongTermPinPastRlimitMemlockWithoutCapIpcLockIsENOMEM)
 {
 	const pid_t pid = fork();
 	ASSERT_GE(pid, 0);
@@ -648,21 +728,23 @@ TEST(ModuleMemlock, APinPastRlimitMemlockWithoutCapIpcLockIsENOMEM)
 			if (set_memlock_pages(8))
 				_exit(10);
 			held_pin a;
+			constexpr auto longterm = PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM;
 			// CAP_IPC_LOCK (root) may pin past the limit, as ib_umem_get() may.
-			if (m.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, buf.addr(), 12, 0, a) || a.release())
+			if (m.try_pin(longterm, buf.addr(), 12, 0, a) || a.release())
 				_exit(11);
 			if (set_effective_cap(CAP_IPC_LOCK, false))
 				_exit(12);
-			if (m.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, buf.addr(), 8, 0, a))
+			if (m.try_pin(longterm, buf.addr(), 8, 0, a))
 				_exit(13);
 			if (vm_pin_kb() != pages_kb(8))
 				_exit(14);
-			for (auto c : {PINMATRIX_CONTRACT_GUP_REF, PINMATRIX_CONTRACT_FOLL_PIN,
-				       PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM}) {
-				held_pin b;
-				if (m.try_pin(c, buf.addr() + 8 * page_size(), 1, 0, b) != -ENOMEM)
-					_exit(15);
-			}
+			held_pin b;
+			if (m.try_pin(longterm, buf.addr() + 8 * page_size(), 1, 0, b) != -ENOMEM)
+				_exit(15);
+			// Not charged, so not refused: a short-term pin, a reference.
+			for (auto c : {PINMATRIX_CONTRACT_GUP_REF, PINMATRIX_CONTRACT_FOLL_PIN})
+				if (m.try_pin(c, buf.addr() + 8 * page_size(), 1, 0, b) || b.release())
+					_exit(19);
 			if (vm_pin_kb() != pages_kb(8) || m.info().pinned_pages != 8 || m.list().size() != 1)
 				_exit(16);
 			// Within the limit again once the first pin is gone.
@@ -684,10 +766,11 @@ TEST(ModuleMemlock, APinPastRlimitMemlockWithoutCapIpcLockIsENOMEM)
 				       {12, "capset: could not drop CAP_IPC_LOCK"},
 				       {13, "a pin within the limit was refused"},
 				       {14, "VmPin is not the 8 pinned pages"},
-				       {15, "a pin past RLIMIT_MEMLOCK without CAP_IPC_LOCK was not ENOMEM"},
+				       {15, "a long-term pin past RLIMIT_MEMLOCK without CAP_IPC_LOCK was not ENOMEM"},
 				       {16, "a refused pin changed VmPin, pinned_pages or the list"},
 				       {17, "unpin did not return VmPin to 0"},
-				       {18, "a pin within the limit after an unpin was refused"}});
+				       {18, "a pin within the limit after an unpin was refused"},
+				       {19, "a short-term pin or a reference was refused by the memlock limit"}});
 }
 
 // A file shared across fork (inherited, or passed over a socket) is one
@@ -699,7 +782,7 @@ TEST(ModuleMemlock, AnInheritedFileChargesThePinningProcess)
 	pin_module m = pin_module::open();
 	mapping buf = populated_pages(pages_held * page_size());
 	const long base = vm_pin_kb();
-	held_pin mine = m.pin(PINMATRIX_CONTRACT_FOLL_PIN, buf.addr(), pages_held);
+	held_pin mine = m.pin(PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM, buf.addr(), pages_held);
 	ASSERT_EQ(vm_pin_kb(), base + pages_kb(pages_held));
 	int ready[2], go[2];
 	ASSERT_EQ(pipe(ready), 0);
@@ -713,12 +796,12 @@ TEST(ModuleMemlock, AnInheritedFileChargesThePinningProcess)
 		// The parent's pins are not the child's (fork starts pinned_vm at 0).
 		if (vm_pin_kb() != 0)
 			_exit(20);
-		if (raw_pin(m.fd(), PINMATRIX_CONTRACT_FOLL_PIN, buf.addr(), 4) <= 0 ||
+		if (raw_pin(m.fd(), PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM, buf.addr(), 4) <= 0 ||
 		    vm_pin_kb() != pages_kb(4))
 			_exit(21);
 		if (set_memlock_pages(2) || set_effective_cap(CAP_IPC_LOCK, false))
 			_exit(22);
-		if (raw_pin(m.fd(), PINMATRIX_CONTRACT_GUP_REF, buf.addr(), 1) != -ENOMEM ||
+		if (raw_pin(m.fd(), PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM, buf.addr(), 1) != -ENOMEM ||
 		    vm_pin_kb() != pages_kb(4))
 			_exit(23);
 		char c = 'y';

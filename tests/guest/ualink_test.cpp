@@ -374,15 +374,6 @@ int ualink_ioctl_readonly(const accel &a, const drm_amdgpu_ualink_handle &arg)
 	return rc;
 }
 
-drm_amdgpu_ualink_handle import_arg(const handle128 &h)
-{
-	drm_amdgpu_ualink_handle arg{};
-	arg.in.op = DRM_AMDGPU_UALINK_HANDLE_OP_IMPORT;
-	arg.in.import_ualink_handle[0] = h.lo;
-	arg.in.import_ualink_handle[1] = h.hi;
-	return arg;
-}
-
 std::string read_text(const fs::path &p)
 {
 	std::ifstream in(p);
@@ -444,9 +435,9 @@ TEST_F(Model, ImportWhoseResultCannotBeWrittenLeavesNoFd)
 	for (const accel *im : {&b(), &a()}) {
 		SCOPED_TRACE(im == &a() ? "import on the exporter" : "import on a peer");
 		const size_t before = open_fds();
-		EXPECT_EQ(ualink_ioctl_readonly(*im, import_arg(h)), -EFAULT);
+		EXPECT_EQ(ualink_ioctl_readonly(*im, import_request(h)), -EFAULT);
 		EXPECT_EQ(open_fds(), before) << "a dma-buf fd was installed for an EFAULT";
-		EXPECT_EQ(ualink_ioctl_readonly(*im, import_arg(h)), -EFAULT) << "again";
+		EXPECT_EQ(ualink_ioctl_readonly(*im, import_request(h)), -EFAULT) << "again";
 		EXPECT_EQ(open_fds(), before);
 		unique_fd fd;
 		EXPECT_EQ(im->try_import(h, fd), 0) << "a writable argument works after";
@@ -466,7 +457,7 @@ TEST_F(Model, ImportByACommandThatReturnsNothingLeavesNoFd)
 	for (const accel *im : {&b(), &a()}) {
 		SCOPED_TRACE(im == &a() ? "import on the exporter" : "import on a peer");
 		const size_t before = open_fds();
-		auto arg = import_arg(h);
+		auto arg = import_request(h);
 		EXPECT_EQ(drmIoctl(im->fd(), write_only, &arg) ? -errno : 0, -EINVAL);
 		EXPECT_EQ(open_fds(), before) << "an fd the caller cannot know was installed";
 	}

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "give_back.hpp"
+#include "kernel_info.hpp"
 #include "pin_judge.hpp"
 #include "plan.hpp"
 

@@ -415,6 +415,32 @@ TEST_F(VmMatrix, MemlockQuotaIsClassifiedAsTheQuotaNotPlacement)
 	EXPECT_EQ(zero["classification"]["class"], "not ENOMEM");
 }
 
+// Case B without CAP_IPC_LOCK under a memlock limit (tests/vm/memlock-b-guest.sh).
+// 1.5 pages: the module's short-term first pin is not charged (no kernel
+// pinner of that kind charges), so the registration's page fits and its
+// ENOMEM is the blocked migration's: B passes for that reason. Half a page:
+// ib_umem_get()'s memlock check refuses before any migration, and B says it
+// decided nothing (ERROR, the memlock quota named), never a PASS.
+TEST(VmMemlock, CaseBUnderAMemlockLimitIsToldApartFromAFailedMigration)
+{
+	require_vm();
+	const auto dir = out_dir("memlock-b");
+	const auto r = run_pinmatrix("vm --out " + dir.string() + " --guest-cmd 'bash " PINMATRIX_SOURCE_DIR
+				     "/tests/vm/memlock-b-guest.sh " PINMATRIX_BIN " /run/pinmatrix/memlock-b'");
+	ASSERT_EQ(r.exit_code, 0) << r.output;
+	const fs::path out = dir / "guest" / "memlock-b";
+	const json fits = case_by_id(load(out / "fits"), "B");
+	EXPECT_EQ(fits["verdict"], "pass") << fits.value("reason", "");
+	EXPECT_EQ(registration(fits)["classification"]["class"], "long-term placement blocked by an existing pin")
+		<< registration(fits)["classification"].dump(2);
+	EXPECT_FALSE(registration(fits)["memlock"]["cap_ipc_lock"].get<bool>());
+	const json tight = case_by_id(load(out / "tight"), "B");
+	EXPECT_EQ(tight["verdict"], "error");
+	const std::string reason = tight.value("reason", "");
+	EXPECT_NE(reason.find("the registration's ENOMEM is the memlock quota's"), std::string::npos) << reason;
+	EXPECT_NE(reason.find("the case decided nothing"), std::string::npos) << reason;
+}
+
 // `pinmatrix explain` in a guest on processes started there, as a wrapper,
 // and the trace's cleanup (tests/vm/explain-guest.sh).
 class VmExplain : public ::testing::Test {
@@ -693,6 +719,44 @@ TEST(VmFaults, CaseStuckInTheKernelIsDumpedKilledAndTheRestRun)
 	EXPECT_EQ(case_by_id(doc, "D")["verdict"], "pass") << case_by_id(doc, "D").value("reason", "");
 	EXPECT_EQ(doc["vmstat_after"]["nr_foll_pin_acquired"], doc["vmstat_after"]["nr_foll_pin_released"]);
 	EXPECT_TRUE(doc["complete"].get<bool>());
+}
+
+// An oops with a lock held, as a driver bug makes one (pinmatrix.ko's
+// oops_in_pin at case B: a read through a poisoned list pointer while
+// pm_oops_lock is held): B's record names the oops. C's pin then waits on
+// the lock B's task died holding, uninterruptibly: at its timeout it is
+// killed, still there 10 s later and left running, and its reason names
+// B's oops; the pin suite's later cases are not run (they would wait on the
+// same), and the next suite's case runs.
+TEST(VmFaults, OopsWithALockHeldIsNamedAndTheRunGoesOn)
+{
+	require_vm();
+	auto dir = out_dir("kernel-oops");
+	auto r = run_pinmatrix("vm --cases A,B,C,D,fork/child-writes-private --fault kernel-oops-at=B "
+			       "--case-timeout 8 --out " + dir.string());
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	auto doc = load(dir);
+	EXPECT_TRUE(doc["complete"].get<bool>()) << r.output;
+	EXPECT_EQ(case_by_id(doc, "A")["verdict"], "pass");
+	const auto &b = case_by_id(doc, "B");
+	EXPECT_EQ(b["verdict"], "error");
+	const std::string b_reason = b["reason"];
+	EXPECT_NE(b_reason.find("the kernel reported a bug during the case: "), std::string::npos) << b_reason;
+	EXPECT_NE(b_reason.find("general protection fault"), std::string::npos) << b_reason;
+	const auto &c = case_by_id(doc, "C");
+	EXPECT_EQ(c["verdict"], "error");
+	const std::string c_reason = c["reason"];
+	for (const char *want : {"did not finish within 8 s", "still there 10 s after SIGKILL (state D", "left running",
+				 "the kernel reported a bug earlier, during case B: "})
+		EXPECT_NE(c_reason.find(want), std::string::npos) << want << " not in: " << c_reason;
+	EXPECT_EQ(c["earlier_kernel_bug"]["case"], "B") << c.dump(2);
+	const auto &d = case_by_id(doc, "D");
+	EXPECT_EQ(d["verdict"], "error");
+	EXPECT_NE(d["reason"].get<std::string>().find("not run: the process of case C is stuck in the kernel"),
+		  std::string::npos)
+		<< d["reason"];
+	EXPECT_EQ(case_by_id(doc, "fork/child-writes-private")["verdict"], "pass")
+		<< case_by_id(doc, "fork/child-writes-private").value("reason", "");
 }
 
 // A registration that never returns and never sleeps: the module's PIN
