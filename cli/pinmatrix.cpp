@@ -21,6 +21,7 @@
 #include "kernels.hpp"
 #include "launcher.hpp"
 #include "reports.hpp"
+#include "mutants_report.hpp"
 #include "promises_report.hpp"
 #include "terminal_table.hpp"
 #include "fleet.hpp"
@@ -362,6 +363,7 @@ subcommand add_report(CLI::App &app)
 		std::optional<double> bench_threshold;
 		std::string format, origin;
 		bool kcidb = false;
+		bool mutants = false;
 	};
 	auto opt = std::make_shared<options>();
 	auto *cmd = app.add_subcommand(
@@ -383,10 +385,20 @@ subcommand add_report(CLI::App &app)
 		      "With DIR: write KCIDB I/O data (schema 4.5: checkouts, builds, tests) to DIR/kcidb.json "
 		      "or --out FILE");
 	cmd->add_option("--origin", opt->origin, "With --kcidb: the CI system's name in KCIDB (^[a-z0-9_]+$)");
+	cmd->add_flag("--mutants", opt->mutants,
+		      "With DIR, a merged run of the mutant kernels (tools/run-mutants): each kernel mutant x "
+		      "(kernel, boot) -> the cases that caught it; exit 1 for one not caught, or a failure "
+		      "without a mutant");
 	cmd->add_option("--out", opt->out,
 			"Where the reports go (created): with DIR, instead of next to its results.json; "
 			"with --fleet, required; with --kcidb, the file");
 	return {cmd, [opt, cmd] {
+			if (opt->mutants) {
+				if (opt->kcidb || !opt->compare.empty() || !opt->fleet.empty() || !opt->format.empty() ||
+				    opt->bench_threshold || !opt->out.empty() || opt->dir.empty() || cmd->count("--origin"))
+					throw usage_error("report --mutants takes a run directory alone");
+				return mutants_report_command(opt->dir);
+			}
 			if (opt->kcidb) {
 				if (!opt->compare.empty() || !opt->fleet.empty() || !opt->format.empty() ||
 				    opt->bench_threshold)

@@ -4,6 +4,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include <toml++/toml.h>
 
@@ -42,22 +43,25 @@ public:
 			fail(root, "no [[run]] entry");
 		matrix_definition def;
 		def.file = file_;
-		std::set<std::pair<std::string, std::string>> seen;
+		std::set<std::tuple<std::string, std::string, std::string>> seen;
 		for (const auto &node : *runs) {
 			const auto *run = node.as_table();
 			if (!run)
 				fail(node, "[[run]] must be a table");
 			if (run->contains("placements"))
 				fail(*run, "[[run]]: 'placements' is now 'boots' (as pinmatrix vm --boot)");
-			only_keys(*run, {"kernel", "boots", "cases"}, "[[run]]");
+			only_keys(*run, {"kernel", "boots", "cases", "append"}, "[[run]]");
 			const std::string kname = string_at(*run, "kernel");
 			if (!kernels_.count(kname))
 				fail(*run, "kernel '" + kname + "' is not defined under [kernels]");
+			const std::string append = run->contains("append") ? append_at(*run) : "";
 			for (const auto &boot : strings_at(*run, "boots", true)) {
 				checked(*run, [&] { find_boot_placement(boot); });
-				if (!seen.insert({kname, boot}).second)
-					fail(*run, "kernel '" + kname + "' with boot '" + boot + "' is listed twice");
-				def.groups.push_back({kernels_[kname], boot, strings_at(*run, "cases", false)});
+				if (!seen.insert({kname, boot, append}).second)
+					fail(*run, "kernel '" + kname + "' with boot '" + boot + "'" +
+							   (append.empty() ? "" : " and append '" + append + "'") +
+							   " is listed twice");
+				def.groups.push_back({kernels_[kname], boot, strings_at(*run, "cases", false), append});
 			}
 		}
 		return def;
@@ -102,6 +106,18 @@ private:
 		if (!v)
 			fail(t, std::string("'") + key + "' must be a string");
 		return no_nul(*v, key, v->get());
+	}
+
+	// More kernel command line: words of letters, digits and ._,=:- only
+	// (it becomes part of a group's directory name, and of QEMU's -append).
+	std::string append_at(const toml::table &t) const
+	{
+		const std::string a = string_at(t, "append");
+		if (a.empty() || a.size() > 200 ||
+		    a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._,=:- ") !=
+			    std::string::npos)
+			fail(*t.get("append"), "'append' must be 1 to 200 characters of letters, digits, spaces and ._,=:-");
+		return a;
 	}
 
 	std::vector<std::string> strings_at(const toml::table &t, const char *key, bool required) const

@@ -20,6 +20,7 @@ struct matrix_group {
 	matrix_kernel kernel;
 	std::string boot;			// a boot placement (matrix/boot.hpp), as vm --boot
 	std::vector<std::string> cases;		// empty: all
+	std::string append;			// more kernel command line, as vm --append
 };
 
 struct matrix_definition {

@@ -42,13 +42,20 @@ struct mutant {
 	std::string_view name;		// "flags-unchecked", "1aaf8c122918"
 	mutant_kind kind;
 	uint32_t bit;			// model_fault: UALINK_SIM_FAULT_*; else 0
-	std::string_view patch;		// kernel_patch: the file in matrix/patches/
+	// kernel_patch: the files in matrix/patches/ (one per kernel series it
+	// applies to) and, for the mutant kernel's, the boot parameter
+	// pinmatrix_mutant=N that turns it on (0: the patch alone is the mutant).
+	std::vector<std::string_view> patches;
+	int boot_value;
 	std::string_view deviation;	// what it breaks, for people
 	std::vector<std::string_view> breaks;		// promise ids
 	std::vector<std::string_view> caught_by;	// case ids that must FAIL under it
 
 	std::string id() const;		// "model:flags-unchecked", "kernel:1aaf8c122918"
 };
+
+// The mutant kernel's boot parameter, on the kernel command line.
+inline constexpr std::string_view mutant_boot_parameter = "pinmatrix_mutant";
 
 const std::vector<promise> &promise_table();
 const std::vector<mutant> &mutant_table();

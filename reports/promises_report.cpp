@@ -112,10 +112,15 @@ json promises_json(const promises_filter &f)
 	for (const auto &m : mutant_table()) {
 		json j = {{"id", m.id()}, {"kind", name(m.kind)}, {"deviation", m.deviation}, {"breaks", m.breaks},
 			  {"caught_by", m.caught_by}};
-		if (m.kind == mutant_kind::model_fault)
+		if (m.kind == mutant_kind::model_fault) {
 			j["bit"] = m.bit;
-		else
-			j["patch"] = "matrix/patches/" + std::string(m.patch);
+		} else {
+			j["patches"] = json::array();
+			for (const auto p : m.patches)
+				j["patches"].push_back("matrix/patches/" + std::string(p));
+			if (m.boot_value)
+				j["boot"] = std::string(mutant_boot_parameter) + "=" + std::to_string(m.boot_value);
+		}
 		mutants.push_back(j);
 	}
 	const tally t = count(f);

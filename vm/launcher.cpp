@@ -1077,6 +1077,15 @@ int run_single(const vm_options &opt)
 	return rc;
 }
 
+// "-pinmatrix_mutant=3" for a group's own command line, "" for none: its
+// directory's name stays one word.
+std::string dir_part(const std::string &append)
+{
+	std::string out = append.empty() ? "" : "-" + append;
+	std::replace(out.begin(), out.end(), ' ', '_');
+	return out;
+}
+
 // Every group of a matrix file, each checked before the first boots.
 std::vector<group_spec> matrix_groups(const vm_options &opt)
 {
@@ -1089,7 +1098,9 @@ std::vector<group_spec> matrix_groups(const vm_options &opt)
 		g.kernel.patches = mg.kernel.patches;
 		g.boot = &find_boot_placement(mg.boot);
 		g.cases = !opt.cases.empty() ? opt.cases : mg.cases;
-		g.out = fs::absolute(opt.out) / "groups" / (mg.kernel.name + "-" + mg.boot);
+		if (!mg.append.empty())
+			g.append = g.append.empty() ? mg.append : g.append + " " + mg.append;
+		g.out = fs::absolute(opt.out) / "groups" / (mg.kernel.name + "-" + mg.boot + dir_part(mg.append));
 		try {
 			check_group(g);
 		} catch (const usage_error &e) {

@@ -81,24 +81,39 @@ void place_thread(unsigned thread)
 	sched_setaffinity(0, sizeof(set), &set);	// best effort: a race either way
 }
 
-// A buffer of c.pages pages, every one in restricted memory: fresh
-// anonymous memory until one fits (THP off, 4 KiB pages).
+// Moves the page at `from` to `to` (mremap(), which keeps the page: its
+// PFN, zone and pageblock go with it).
+void move_page(std::byte *from, std::byte *to)
+{
+	if (mremap(from, page_size(), page_size(), MREMAP_MAYMOVE | MREMAP_FIXED, to) != to)
+		throw last_sys_error("mremap of a restricted page into the race buffer");
+}
+
+// A buffer of c.pages pages, every one in restricted memory, by
+// construction: anonymous 4 KiB pages are faulted in chunk by chunk and
+// each one that landed in restricted memory is moved into the buffer,
+// until it is full. A run of fresh pages all in it is luck on a CMA boot,
+// where CMA takes movable allocations only once it holds more than half
+// the free pages, interleaved with ordinary ones.
 mapping restricted_buffer(const race_case &c, const page_prober &probe, const body_options &opt)
 {
-	const size_t length = size_t(c.pages) * page_size();
-	std::vector<mapping> tried;	// held, so that the next try gets other pages
-	for (size_t spent = 0; spent < opt.find_budget_bytes; spent += length) {
-		mapping m = populated_pages(length);
-		bool all = true;
-		for (const auto &p : probe.probe_pages(m.addr(), c.pages))
-			all = all && classify(p) == opt.restricted;
-		if (all)
-			return m;
+	const size_t ps = page_size(), chunk_pages = 1024;
+	mapping buf = mapping::map(size_t(c.pages) * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS);
+	std::vector<mapping> tried;	// held, so that the next chunk gets other pages
+	size_t placed = 0;
+	for (size_t spent = 0; placed < c.pages && spent < opt.find_budget_bytes; spent += chunk_pages * ps) {
+		mapping m = populated_pages(chunk_pages * ps);
+		const auto pages = probe.probe_pages(m.addr(), chunk_pages);
+		for (size_t i = 0; i < chunk_pages && placed < c.pages; i++)
+			if (classify(pages[i]) == opt.restricted)
+				move_page(m.data() + i * ps, buf.data() + placed++ * ps);
 		tried.push_back(std::move(m));
 	}
-	throw unmet_need("no " + std::to_string(c.pages) + "-page buffer all in " +
-			 std::string(name(opt.restricted)) + " memory within " +
-			 std::to_string(opt.find_budget_bytes >> 20) + " MiB (boot with movablecore= or cma=)");
+	if (placed == c.pages)
+		return buf;
+	throw unmet_need("no " + std::to_string(c.pages) + " pages in " + std::string(name(opt.restricted)) +
+			 " memory within " + std::to_string(opt.find_budget_bytes >> 20) + " MiB (found " +
+			 std::to_string(placed) + "; boot with movablecore= or cma=)");
 }
 
 struct round_result {

@@ -43,5 +43,7 @@ void no_npa_in_output(case_context &c);
 void stress_no_leak(case_context &c);
 void handle_outlives_its_exporter_file(case_context &c);
 void importer_reset_spares_others(case_context &c);
+void import_goes_with_its_last_user(case_context &c);
+void dynamic_attach_revoked(case_context &c);
 
 } // namespace pinmatrix::ualink

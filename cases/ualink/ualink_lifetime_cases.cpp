@@ -548,4 +548,82 @@ void importer_reset_spares_others(case_context &c)
 	c.summary = "one importer reset: its pin gone, the other's access and pin kept";
 }
 
+// ---------------------------------------------------------------------------
+// An import lives as long as its users
+
+void import_goes_with_its_last_user(case_context &c)
+{
+	const accel &a = c.pod.exporter();
+	const accel &b = c.pod.remote();
+	a.require_model("pin and object counts");
+	auto bo = a.create_bo(bo_size, vram);
+	const handle128 h = a.export_bo(bo.get());
+	const json exported = counts(a.stats());
+	{
+		auto fd = b.import(h);
+		auto bh = b.prime_to_handle(fd.get());
+		c.expect_value("exporter's pins with one importer", "pins-while-imported", a.info(bo.get()).pins);
+		fd.reset();
+		c.expect_value("... once its dma-buf fd closed (its GEM handle left)", "pins-while-imported",
+			       a.info(bo.get()).pins);
+	}	// its GEM handle closes: no user is left
+	const json after = settled_counts(a, exported);
+	c.expect("the import, its object and its pin gone with its last user (the BO still exported)",
+		 after == exported, exported.dump(), after.dump());
+	c.expect_value("exporter's pins once the importer's last user went", "pins-after-last-user",
+		       a.info(bo.get()).pins);
+	unique_fd again;
+	c.expect_rc("import again", "import", b.try_import(h, again));
+	c.summary = "the import goes with its last dma-buf fd and GEM handle";
+}
+
+// ---------------------------------------------------------------------------
+// A dynamic attachment of an import, told of its revoke
+
+namespace {
+
+// GEM_INFO of gem on `on` once the revoke notice came, or after 2 s.
+drm_ualink_sim_gem_info once_revoked(const accel &on, uint32_t gem)
+{
+	drm_ualink_sim_gem_info info = on.info(gem);
+	for (int i = 0; i < 200 && !info.revoked; i++) {
+		usleep(10'000);
+		info = on.info(gem);
+	}
+	return info;
+}
+
+} // namespace
+
+void dynamic_attach_revoked(case_context &c)
+{
+	const accel &a = c.pod.exporter();
+	a.require_model("an accelerator that attaches to an import (GEM_INFO)");
+	if (c.pod.remote_count() < 2)
+		throw unmet_need("needs two accelerators outside the exporter's node: an importer, and one that "
+				 "attaches to its import");
+	const accel &b = c.pod.remote(0);
+	const accel &d = c.pod.remote(1);
+	const json base = counts(a.stats());
+	{
+		auto bo = a.create_bo(bo_size, vram);
+		auto fd = b.import(a.export_bo(bo.get()));
+		uint32_t raw = 0;
+		if (!c.expect_rc("a third accelerator attaches to the import's dma-buf (PRIME import)", "attach",
+				 d.try_prime_to_handle(fd.get(), raw)))
+			return;
+		gem_handle attached(d.fd(), raw);
+		const auto before = d.info(attached.get());
+		c.expect_value("its object is a dynamic attachment", "kind", before.kind);
+		c.expect_value("mapped while the export lives", "mapped", before.pins);
+		bo.reset();	// the exporter's last GEM handle: the UALink handle dies
+		const auto after = once_revoked(d, attached.get());
+		c.expect_value("revoke notices it received", "notices", after.moves);
+		c.expect_value("mapped after the notice", "mapped-after-revoke", after.pins);
+	}
+	const json end = settled_counts(a, base);
+	c.expect("every count back to where the case started", end == base, base.dump(), end.dump());
+	c.summary = "attached dynamically; the revoke's notice came and it unmapped";
+}
+
 } // namespace pinmatrix::ualink

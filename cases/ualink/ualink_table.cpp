@@ -190,6 +190,22 @@ std::vector<case_def> lifetime_cases()
 		 needs_device | needs_remote | needs_model,
 		 {{"pins-after-one-reset", 1}, {"access", 0}, {"access-after-reset", ENOLINK}, {"still-exported", 1}},
 		 importer_reset_spares_others},
+		{"import-goes-with-its-last-user",
+		 "v2 doc: \"it just returns a new reference to the existing GEM object\" and \"Exported memory is "
+		 "pinned. This is similar to how dma-bufs in VRAM are pinned for P2P access.\": the importer's "
+		 "object is counted like any, and when its last reference goes, so do the import and the "
+		 "exporter's pin for it",
+		 "the import and its pin go with the importer's last dma-buf fd and GEM handle",
+		 needs_device | needs_remote | needs_model,
+		 {{"pins-while-imported", 1}, {"pins-after-last-user", 0}, {"import", 0}}, import_goes_with_its_last_user},
+		{"dynamic-attach-revoked",
+		 "v2 doc: \"The dma-buf is leveraged for dynamic attachment which provides the ability to revoke "
+		 "access when necessary.\" (a dynamic importer gets move_notify / invalidate_mappings and unmaps)",
+		 "a third accelerator attaches dynamically; at the revoke it is told and unmaps",
+		 needs_device | needs_remote | needs_model,
+		 {{"attach", 0}, {"kind", UALINK_SIM_GEM_KIND_ATTACHED}, {"mapped", 1}, {"notices", 1},
+		  {"mapped-after-revoke", 0}},
+		 dynamic_attach_revoked},
 		{"no-npa-in-output", doc_no_npa, "import writes only its fd; no output word in an NPA range",
 		 needs_device | needs_remote, {{"ok", 0}}, no_npa_in_output},
 		{"stress-no-leak",

@@ -46,13 +46,14 @@ MODULE_PARM_DESC(max_pinned_pages, "Most pages one open file may hold pinned");
 
 /*
  * Fault injection for the runner's tests: a registration that retries
- * forever, as some kernels' long-term pin path does, stands in the kernel
- * holding its pages. Only SIGKILL ends it, and the pages go with it.
+ * forever, as some kernels' long-term pin path did, stands in the kernel,
+ * giving its pages back and taking them again on every pass. Only SIGKILL
+ * ends it, and the pages go with it.
  */
 static bool stall_pin_until_killed;
 module_param(stall_pin_until_killed, bool, 0600);
 MODULE_PARM_DESC(stall_pin_until_killed,
-		 "Fault injection: PIN holds its pages and sleeps until its task is killed");
+		 "Fault injection: PIN retries (unpin, sleep, pin again) until its task is killed");
 
 /*
  * The same, running: a long-term pin whose retry loop never sleeps leaves
@@ -180,8 +181,9 @@ static const bool pm_pins_zero_page = true;
 /*
  * Restates folio_is_longterm_pinnable() (include/linux/mm.h; 6.1 also
  * is_longterm_pinnable_page()), which a module cannot call: its CMA branch
- * reads the pageblock through unexported functions. mt is the pageblock's
- * migratetype, -1 when unknown. Returns 1 pinnable, 0 not, -1 unknown.
+ * reads the pageblock through unexported functions. mt is the migratetype of
+ * the folio's head pageblock, -1 when unknown. Returns 1 pinnable, 0 not,
+ * -1 unknown.
  */
 static int pm_longterm_pinnable(struct page *page, int mt)
 {
@@ -266,7 +268,13 @@ static void pm_describe(struct page *page, struct pinmatrix_page *out)
 {
 	unsigned long pfn = page_to_pfn(page);
 	int mt = pm_migratetype(pfn);
-	int pinnable = pm_longterm_pinnable(page, mt);
+	/*
+	 * The long-term pin decides by the folio (its head's pageblock and
+	 * zone: collect_longterm_unpinnable_*()), which for a folio larger
+	 * than a pageblock may not be this page's.
+	 */
+	unsigned long head = folio_pfn(page_folio(page));
+	int pinnable = pm_longterm_pinnable(page, head == pfn ? mt : pm_migratetype(head));
 
 	out->pfn = pfn;
 	out->zone = pm_uapi_zone(page);
@@ -410,8 +418,8 @@ out_free:
 	return ret;
 }
 
-/* Gives back the pages a pin holds and its page array. */
-static void pm_put_pages(struct pm_pin *pin)
+/* Gives back the pages a pin holds; its page array stays. */
+static void pm_release_pages(struct pm_pin *pin)
 {
 	if (pin->contract == PINMATRIX_CONTRACT_GUP_REF) {
 		unsigned long i;
@@ -421,6 +429,13 @@ static void pm_put_pages(struct pm_pin *pin)
 	} else {
 		unpin_user_pages(pin->pages, pin->npinned);
 	}
+	pin->npinned = 0;
+}
+
+/* Gives back the pages a pin holds and its page array. */
+static void pm_put_pages(struct pm_pin *pin)
+{
+	pm_release_pages(pin);
 	kvfree(pin->pages);
 }
 
@@ -507,14 +522,25 @@ static int pm_take_pages(struct pm_pin *pin)
 	return 0;
 }
 
-/* noinline: a task dump should name where the task is stuck. */
-static noinline int pm_stall_until_killed(void)
+/*
+ * A long-term pin that retries forever, as the loop 1aaf8c122918's revert
+ * ended did: each pass gives its pages back (a retry unpins before it
+ * migrates) and takes them again, a tenth of a second apart, until the
+ * task is killed. noinline: a task dump should name where it is stuck.
+ */
+static noinline int pm_stall_until_killed(struct pm_pin *pin)
 {
-	pr_info("%s[%d]: PIN stalls until the task is killed (stall_pin_until_killed)\n",
+	int ret = 0;
+
+	pr_info("%s[%d]: PIN retries until the task is killed (stall_pin_until_killed)\n",
 		current->comm, task_pid_nr(current));
-	while (!fatal_signal_pending(current))
-		schedule_timeout_killable(MAX_SCHEDULE_TIMEOUT);
-	return -EINTR;
+	while (!ret && !fatal_signal_pending(current)) {
+		pm_release_pages(pin);
+		schedule_timeout_killable(HZ / 10);
+		if (!fatal_signal_pending(current))
+			ret = pm_take_pages(pin);
+	}
+	return ret ? ret : -EINTR;
 }
 
 /*
@@ -621,7 +647,7 @@ static int pm_hold_pages(struct pm_file *pf, struct pm_pin *pin,
 	if (put_user((u64)pin->npinned, &uarg->pinned) && !ret)
 		return -EFAULT;
 	if (!ret && READ_ONCE(stall_pin_until_killed))
-		ret = pm_stall_until_killed();
+		ret = pm_stall_until_killed(pin);
 	if (!ret && READ_ONCE(spin_pin_until_killed))
 		ret = pm_spin_until_killed();
 	if (!ret)

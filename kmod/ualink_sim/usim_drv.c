@@ -17,8 +17,10 @@
  *    BO again gives the same handle;
  *  - import on another accelerator gives a dma-buf fd of an object that
  *    stands for the exporter's memory through an NPA mapping; the NPA stays
- *    in the kernel; importing again gives the same object; import on the
- *    exporter itself gives the BO's own dma-buf (amdgpu's local import);
+ *    in the kernel; importing again gives the same object; the import (and
+ *    the exporter's pin for it) goes with that object's last user; import
+ *    on the exporter itself gives the BO's own dma-buf (amdgpu's local
+ *    import);
  *  - the exporter's BO is pinned once per importer;
  *  - when the BO's GEM handle count reaches 0 the handle is destroyed and
  *    every importer's access is revoked;
@@ -60,6 +62,7 @@
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/sysfs.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include <drm/drm_drv.h>
@@ -116,6 +119,7 @@ static struct drm_ioctl_desc usim_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(AMDGPU_UALINK_HANDLE, usim_ualink_handle_ioctl,
 			  DRM_AUTH | DRM_RENDER_ALLOW),
 };
+
 /* DRM_IOCTL_DEF_DRV() indexes an entry by its number past DRM_COMMAND_BASE. */
 #define USIM_HANDLE_IOCTL (&usim_ioctls[DRM_AMDGPU_UALINK_HANDLE])
 
@@ -233,6 +237,7 @@ static const struct drm_driver usim_driver = {
 #else
 	.prime_fd_to_handle		= usim_prime_fd_to_handle,
 #endif
+	.gem_prime_import		= usim_gem_prime_import,
 	.gem_prime_import_sg_table	= drm_gem_shmem_prime_import_sg_table,
 #ifdef PM_HAVE_DRM_DRIVER_GEM_PRIME_MMAP
 	/* Later kernels mmap a dma-buf through the object's own .mmap. */
@@ -355,10 +360,15 @@ static int __init usim_init(void)
 	if (!usim_pin_limit_mib)
 		usim_pin_limit_mib = max(1UL, (totalram_pages() >> (20 - PAGE_SHIFT)) / 8);
 
+	/* WQ_UNBOUND: 7.x warns on a workqueue that names neither kind. */
+	usim_pod.wq = alloc_workqueue(DRIVER_NAME, WQ_UNBOUND, 0);
+	if (!usim_pod.wq)
+		return -ENOMEM;
 	for (i = 0; i < accelerators; i++) {
 		ret = usim_accel_create(i);
 		if (ret) {
 			usim_pod_destroy();
+			destroy_workqueue(usim_pod.wq);
 			return ret;
 		}
 	}
@@ -370,6 +380,8 @@ static void __exit usim_exit(void)
 {
 	usim_debugfs_fini();
 	usim_pod_destroy();
+	/* Its notices hold dma-bufs, which hold the module: none is left. */
+	destroy_workqueue(usim_pod.wq);
 }
 
 module_init(usim_init);

@@ -11,6 +11,9 @@
  *                 the model-only GEM ioctls (create, mmap, info, evict)
  *  usim_ualink.c  UALink handles: export, import, revoke, a node's loss,
  *                 the importer's remote objects, remote access, pod stats
+ *  usim_attach.c  an imported object's dma-buf: its operations, dynamic
+ *                 attachment and the revoke notice; another accelerator's
+ *                 attachment of it
  *  usim_sysfs.c   the knobs: sysfs <dev>/ualink, debugfs ualink_sim/
  */
 
@@ -36,9 +39,11 @@ struct attribute_group;
 struct dentry;
 struct dma_buf;
 struct drm_file;
+struct file;
 struct kobject;
 struct platform_device;
 struct task_struct;
+struct workqueue_struct;
 
 #define USIM_MAX_ACCELS		64
 /* amdgpu keeps the GPU id in bits 41-50 of an NPA. */
@@ -86,6 +91,7 @@ struct usim_pod {
 	u64 pinned_pages;		/* BO pages pinned by exports */
 	spinlock_t pending_lock;	/* pending */
 	struct list_head pending;	/* struct usim_pending_fd */
+	struct workqueue_struct *wq;	/* revoke notices (usim_attach.c) */
 };
 
 extern struct usim_pod usim_pod;
@@ -129,7 +135,13 @@ struct usim_import {
 	struct usim_accel *importer;
 	struct usim_export *exp;
 	struct usim_remote *obj;
-	struct dma_buf *dmabuf;		/* handed out again on re-import */
+	/*
+	 * The dma-buf handed out, handed out again on re-import while it
+	 * lives; no reference: the import goes with its last user (the
+	 * object's free). Cleared by the dma-buf's release.
+	 */
+	struct dma_buf *dmabuf;
+	bool holds_obj;			/* UALINK_SIM_FAULT_IMPORT_OUTLIVES_USERS */
 	u64 lo;
 	u64 hi;
 	u64 npa;			/* never leaves the kernel */
@@ -154,6 +166,8 @@ struct usim_revoked {
 struct usim_remote {
 	struct drm_gem_object base;
 	struct usim_import *imp;	/* NULL once access is revoked */
+	u64 npa;			/* what a dynamic importer maps */
+	atomic_t mapped;		/* its mappings, for GEM_INFO */
 };
 
 static inline bool usim_fault(u32 bit)
@@ -213,9 +227,18 @@ void usim_keep_revoked(struct usim_export *exp);
 void usim_node_lost(struct usim_accel *accel, bool force);
 void usim_file_closed(struct usim_accel *accel, struct drm_file *file);
 bool usim_is_remote(struct drm_gem_object *obj);
+
 int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
 int usim_remote_access_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
 int usim_pod_stats_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+
+/* usim_attach.c */
+bool usim_file_get_unless_zero(struct file *file);
+struct dma_buf *usim_remote_export(struct drm_gem_object *obj, int flags);
+void usim_remote_revoke_mappings(struct usim_import *imp);
+struct drm_gem_object *usim_gem_prime_import(struct drm_device *dev, struct dma_buf *dmabuf);
+bool usim_is_attached(struct drm_gem_object *obj);
+void usim_attached_state(struct drm_gem_object *obj, bool *mapped, u32 *notices);
 
 /* usim_sysfs.c */
 extern const struct attribute_group usim_attr_group;

@@ -248,6 +248,18 @@ int usim_gem_info_ioctl(struct drm_device *dev, void *data, struct drm_file *fil
 	memset(args, 0, sizeof(*args));
 	args->handle = handle;
 	args->size = obj->size;
+	if (usim_is_attached(obj)) {
+		bool mapped;
+		u32 notices;
+
+		usim_attached_state(obj, &mapped, &notices);
+		args->kind = UALINK_SIM_GEM_KIND_ATTACHED;
+		args->pins = mapped;
+		args->moves = notices;
+		args->revoked = notices > 0;
+		drm_gem_object_put(obj);
+		return 0;
+	}
 	mutex_lock(&usim_pod.lock);
 	if (usim_is_remote(obj)) {
 		args->kind = UALINK_SIM_GEM_KIND_REMOTE;

@@ -33,16 +33,23 @@
 
 /* Revoke: a handle that dies, a node that is lost */
 
-/* Importer side: access is revoked, the user's object stays. */
+/*
+ * Importer side: access is revoked (or the last user let go), the user's
+ * object stays. A reference the import holds on it is not its last: a
+ * user's or the dma-buf's is the last, and the object's free finds no
+ * import then, so it takes no lock.
+ */
 static void usim_import_destroy(struct usim_import *imp)
 {
 	lockdep_assert_held(&usim_pod.lock);
 	list_del(&imp->exp_link);
 	list_del(&imp->imp_link);
+	usim_remote_revoke_mappings(imp);
 	imp->obj->imp = NULL;
 	imp->exp->bo->pins -= imp->pins;
 	usim_pod.pins -= imp->pins;
-	dma_buf_put(imp->dmabuf);
+	if (imp->holds_obj)
+		drm_gem_object_put(&imp->obj->base);
 	kfree(imp);
 	usim_pod.imports--;
 }
@@ -169,10 +176,23 @@ static bool usim_hi_matches(u64 stored, u64 given)
 
 /* Imported objects */
 
+/*
+ * The last reference to an imported object went (its last dma-buf, its last
+ * GEM handle): so does its import, and with it the exporter's pin. Never
+ * under usim_pod.lock with an import left (usim_import_destroy()).
+ */
 static void usim_remote_free(struct drm_gem_object *obj)
 {
+	struct usim_remote *remote = to_usim_remote(obj);
+
+	if (READ_ONCE(remote->imp)) {
+		mutex_lock(&usim_pod.lock);
+		if (remote->imp)
+			usim_import_destroy(remote->imp);
+		mutex_unlock(&usim_pod.lock);
+	}
 	drm_gem_object_release(obj);
-	kfree(to_usim_remote(obj));
+	kfree(remote);
 	atomic64_dec(&usim_pod.remote_objects);
 }
 
@@ -195,6 +215,7 @@ static struct sg_table *usim_remote_get_sg_table(struct drm_gem_object *obj)
 
 static const struct drm_gem_object_funcs usim_remote_funcs = {
 	.free = usim_remote_free,
+	.export = usim_remote_export,
 	.pin = usim_remote_pin,
 	.get_sg_table = usim_remote_get_sg_table,
 	.mmap = usim_remote_mmap,
@@ -203,6 +224,20 @@ static const struct drm_gem_object_funcs usim_remote_funcs = {
 bool usim_is_remote(struct drm_gem_object *obj)
 {
 	return obj->funcs == &usim_remote_funcs;
+}
+
+/*
+ * A reference to the dma-buf an import handed out, while it lives; false
+ * once its last user let go of it (its release, which clears it, waits on
+ * usim_pod.lock, so its file and memory are still there).
+ */
+static bool usim_import_get_dmabuf(struct usim_import *imp, struct dma_buf **out)
+{
+	lockdep_assert_held(&usim_pod.lock);
+	if (!imp->dmabuf || !usim_file_get_unless_zero(imp->dmabuf->file))
+		return false;
+	*out = imp->dmabuf;
+	return true;
 }
 
 /* Export */
@@ -447,7 +482,7 @@ static void usim_npa_leak_faults(struct usim_accel *accel, struct dma_buf *dmabu
  * the model share one lock instead of a firmware mailbox.
  */
 static struct usim_import *usim_import_create(struct usim_accel *accel, struct usim_accel *peer,
-					      u64 lo, u64 hi, int *err)
+					      u64 lo, u64 hi, int *err, struct dma_buf **out)
 {
 	struct usim_remote *obj;
 	struct usim_import *imp;
@@ -479,14 +514,22 @@ static struct usim_import *usim_import_create(struct usim_accel *accel, struct u
 	obj->base.funcs = &usim_remote_funcs;
 	drm_gem_private_object_init(&accel->drm, &obj->base, size);
 	atomic64_inc(&usim_pod.remote_objects);
-	dmabuf = drm_gem_prime_export(&obj->base, O_RDWR);
-	/* From here on the dma-buf holds the object. */
-	drm_gem_object_put(&obj->base);
+	dmabuf = usim_remote_export(&obj->base, O_RDWR);
+	/*
+	 * From here on the dma-buf holds the object; the caller's reference
+	 * is the dma-buf's first. UALINK_SIM_FAULT_IMPORT_OUTLIVES_USERS: the
+	 * import keeps one of its own.
+	 */
+	if (!IS_ERR(dmabuf) && usim_fault(UALINK_SIM_FAULT_IMPORT_OUTLIVES_USERS))
+		imp->holds_obj = true;
+	else
+		drm_gem_object_put(&obj->base);
 	if (IS_ERR(dmabuf)) {
 		kfree(imp);
 		*err = PTR_ERR(dmabuf);
 		return NULL;
 	}
+	*out = dmabuf;
 
 	imp->importer = accel;
 	imp->exp = exp;
@@ -501,6 +544,7 @@ static struct usim_import *usim_import_create(struct usim_accel *accel, struct u
 	if (peer->npa_next < USIM_NPA_FIRST)
 		peer->npa_next = USIM_NPA_FIRST;
 	obj->imp = imp;
+	obj->npa = imp->npa;
 	usim_npa_leak_faults(accel, dmabuf, imp);
 	/* "Exported memory is pinned": once per importer, as amdgpu does. */
 	if (!usim_fault(UALINK_SIM_FAULT_NO_IMPORT_PIN)) {
@@ -538,14 +582,16 @@ static int usim_import(struct usim_accel *accel, struct drm_file *file, u64 lo, 
 		ret = usim_fault(UALINK_SIM_FAULT_UNKNOWN_PEER_EINVAL) ? -EINVAL : -ENODEV;
 	} else if (peer != accel) {
 		imp = usim_find_import(accel, lo, hi, &ret);
+		/* Its last user is letting go: a new import, a new object. */
+		if (imp && !usim_import_get_dmabuf(imp, &dmabuf)) {
+			usim_import_destroy(imp);
+			imp = NULL;
+		}
 		if (!imp && !ret)
-			imp = usim_import_create(accel, peer, lo, hi, &ret);
+			imp = usim_import_create(accel, peer, lo, hi, &ret, &dmabuf);
 	}
-	if (imp) {
-		dmabuf = imp->dmabuf;
-		get_dma_buf(dmabuf);
+	if (imp)
 		*npa = imp->npa;
-	}
 	mutex_unlock(&usim_pod.lock);
 
 	if (peer == accel) {

@@ -35,7 +35,10 @@
  *  - import: the dma-buf fd is installed only after DRM has copied the result
  *    out; -EFAULT there leaves no fd (and no new reference) behind;
  *  - import on the exporter: the BO's PRIME dma-buf; PRIME import of it in a
- *    file that has a GEM handle of the BO gives that handle back.
+ *    file that has a GEM handle of the BO gives that handle back;
+ *  - an import on a peer lives as long as its users: with the importer's
+ *    last dma-buf fd and GEM handle of its object go the import, the
+ *    exporter's pin for it and the module reference.
  */
 #ifndef _UAPI_UALINK_SIM_H
 #define _UAPI_UALINK_SIM_H
@@ -85,6 +88,8 @@ struct drm_ualink_sim_gem_mmap {
 
 #define UALINK_SIM_GEM_KIND_BO		1	/* memory of this accelerator */
 #define UALINK_SIM_GEM_KIND_REMOTE	2	/* imported: a peer's memory */
+#define UALINK_SIM_GEM_KIND_ATTACHED	3	/* PRIME import of another's imported object:
+						 * a dynamic attachment of its dma-buf */
 
 /* What the model knows of one GEM object. Never an NPA. */
 struct drm_ualink_sim_gem_info {
@@ -96,8 +101,11 @@ struct drm_ualink_sim_gem_info {
 	__u32 moves;		/* BO: times evicted (moved) */
 	__u32 exported;		/* BO: 1 while a UALink handle exists */
 	__u32 handles;		/* BO: GEM handles, all files */
-	__u32 revoked;		/* REMOTE: 1 once access was revoked */
+	__u32 revoked;		/* REMOTE: 1 once access was revoked; ATTACHED: 1 once
+				 * a revoke notice came */
 };
+/* ATTACHED: pins is 1 while the attachment is mapped, moves the revoke
+ * notices (move_notify, invalidate_mappings) it received. */
 
 /* Evict (move) a BO, as TTM would under pressure: -EBUSY while pinned. */
 struct drm_ualink_sim_gem_evict {
@@ -213,7 +221,11 @@ struct drm_ualink_sim_pod_stats {
 #define UALINK_SIM_FAULT_ACCESS_IGNORES_OFFSET	(1U << 28)
 /* an import from an accel id outside the pod is -EINVAL, not -ENODEV */
 #define UALINK_SIM_FAULT_UNKNOWN_PEER_EINVAL	(1U << 29)
-#define UALINK_SIM_FAULT_ALL			((1U << 30) - 1)
+/* an import keeps its object (its record, the exporter's pin) after its last user let go */
+#define UALINK_SIM_FAULT_IMPORT_OUTLIVES_USERS	(1U << 30)
+/* a revoked import tells no dynamic importer of its dma-buf (no move_notify) */
+#define UALINK_SIM_FAULT_NO_REVOKE_NOTICE	(1U << 31)
+#define UALINK_SIM_FAULT_ALL			0xffffffffU
 
 #if defined(__cplusplus)
 }

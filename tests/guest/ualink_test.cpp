@@ -38,6 +38,7 @@
 #include <xf86drm.h>
 
 #include "command.hpp"
+#include "kernel_info.hpp"
 #include "kernel_log.hpp"
 #include "sys_error.hpp"
 #include "text.hpp"
@@ -301,17 +302,26 @@ TEST_F(Model, WrongKindOfObjectIsRefused)
 	munmap(m, 8192);
 }
 
-TEST_F(Model, ImportedObjectCannotBeAttachedByAThirdAccelerator)
+// A third accelerator's PRIME import of an imported object is a dynamic
+// attachment (kind ATTACHED, mapped): remote memory still, with no CPU view
+// and no UALink export of its own.
+TEST_F(Model, ImportedObjectIsAttachedDynamicallyByAThirdAccelerator)
 {
 	auto bo = a().create_bo(8192, vram);
 	auto fd = b().import(a().export_bo(bo.get()));
-	uint32_t h = 0;
-	EXPECT_NE(c().try_prime_to_handle(fd.get(), h), 0) << "no pages to attach on the importer";
+	gem_handle attached = c().prime_to_handle(fd.get());
+	const auto info = c().info(attached.get());
+	EXPECT_EQ(info.kind, unsigned(UALINK_SIM_GEM_KIND_ATTACHED));
+	EXPECT_EQ(info.pins, 1u) << "mapped";
+	EXPECT_EQ(info.revoked, 0u);
+	uint64_t offset = 0;
+	EXPECT_EQ(c().try_gem_mmap_offset(attached.get(), offset), -EPERM);
+	handle128 out;
+	EXPECT_EQ(c().try_export(attached.get(), out), -EOPNOTSUPP) << "an attachment is not C's memory";
 	// The exporter's own dma-buf goes anywhere through PRIME.
 	auto own = a().prime_export(bo.get());
 	auto on_c = c().prime_to_handle(own.get());
 	EXPECT_NE(on_c.get(), 0u);
-	handle128 out;
 	EXPECT_EQ(c().try_export(on_c.get(), out), -EOPNOTSUPP) << "a PRIME import is not C's memory";
 }
 
@@ -610,6 +620,33 @@ TEST_F(Model, ConcurrentExportImportCloseResetAndOffline)
 
 // Dma-bufs hold the module: it cannot go while an imported object exists,
 // and goes once they are gone. Reloads it afterwards.
+// An import's references go with its last user, the exporter's BO still
+// exported: the module's (its dma-buf's owner), the import record and the
+// exporter's pin for it.
+TEST(ModelModule, AnImportsReferencesGoWithItsLastUser)
+{
+	reset_pod();
+	auto found = discover();
+	ASSERT_GE(found.accels.size(), 2u);
+	const accel &a = found.accels[0], &b = found.accels[1];
+	auto bo = a.create_bo(8192, vram);
+	const handle128 h = a.export_bo(bo.get());
+	const auto refcnt = [] { return std::stoi(read_text_file("/sys/module/ualink_sim/refcnt")); };
+	const int before = refcnt();
+	const auto imports = a.stats().imports;
+	{
+		unique_fd fd = b.import(h);
+		EXPECT_GT(refcnt(), before) << "a live dma-buf holds the module";
+		gem_handle bh = b.prime_to_handle(fd.get());
+		EXPECT_EQ(a.info(bo.get()).pins, 1u);
+	}
+	for (int i = 0; i < 100 && (refcnt() != before || a.stats().imports != imports); i++)
+		usleep(10'000);
+	EXPECT_EQ(refcnt(), before) << "the module still held after the importer's last user";
+	EXPECT_EQ(a.stats().imports, imports);
+	EXPECT_EQ(a.info(bo.get()).pins, 0u);
+}
+
 TEST(ModelModule, StaysWhileAnImportedDmaBufIsOpen)
 {
 	unique_fd held;

@@ -8,11 +8,13 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
 #include "boot.hpp"
 #include "matrix_file.hpp"
+#include "promises.hpp"
 #include "sys_error.hpp"
 
 using namespace pinmatrix;
@@ -110,6 +112,43 @@ TEST_F(MatrixFile, TreeAndDebsKernelsTakeADirRelativeToTheFile)
 		ASSERT_EQ(def.groups.size(), 1u) << source;
 		EXPECT_EQ(def.groups[0].kernel.spec, source + ":" + (dir / "kernels/mine").string());
 	}
+}
+
+// matrix/mutants.toml: every value of the mutant kernel's boot parameter,
+// 0 and each kernel mutant row's (matrix/promises.cpp), on each series and
+// on the movable and cma boots; a run's append is its group's own.
+TEST_F(MatrixFile, MutantsMatrixBootsEveryKernelMutantOnBothBoots)
+{
+	const auto def = load_matrix(fs::path(PINMATRIX_SOURCE_DIR) / "matrix/mutants.toml");
+	std::set<std::tuple<std::string, std::string, std::string>> groups;
+	for (const auto &g : def.groups)
+		groups.insert({g.kernel.name, g.boot, g.append});
+	std::set<int> values = {0};
+	for (const auto &m : mutant_table())
+		if (m.kind == mutant_kind::kernel_patch && m.boot_value)
+			values.insert(m.boot_value);
+	for (const char *k : {"mutants-6.1", "mutants-6.12"})
+		for (const char *boot : {"movable", "cma"})
+			for (int n : values)
+				EXPECT_TRUE(groups.count({k, boot, std::string(mutant_boot_parameter) + "=" +
+									  std::to_string(n)}))
+					<< k << " " << boot << " " << n;
+	EXPECT_EQ(groups.size(), def.groups.size()) << "a group twice";
+}
+
+TEST_F(MatrixFile, AppendIsARunsOwnAndMustBePlainWords)
+{
+	const std::string kernels = "[kernels.k]\nsource = \"debian\"\n";
+	const std::string run = "[[run]]\nkernel = \"k\"\nboots = [\"movable\"]\n";
+	const auto def = load_matrix(write("ok.toml", kernels + run + "append = \"a=1\"\n" + run + "append = \"a=2\"\n"));
+	ASSERT_EQ(def.groups.size(), 2u);
+	EXPECT_EQ(def.groups[0].append, "a=1");
+	EXPECT_EQ(def.groups[1].append, "a=2");
+	EXPECT_NE(error_of(kernels + run + "append = \"a=1\"\n" + run + "append = \"a=1\"\n").find("listed twice"),
+		  std::string::npos);
+	for (const char *bad : {"", "a=\\\"b\\\"", "x;reboot", "a\\nb"})
+		EXPECT_NE(error_of(kernels + run + "append = \"" + bad + "\"\n").find("'append' must be"), std::string::npos)
+			<< bad;
 }
 
 TEST_F(MatrixFile, BadFilesNameTheLineAndTheProblem)
