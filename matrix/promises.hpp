@@ -41,7 +41,7 @@ const char *name(mutant_kind k);	// "model fault bit", "kernel patch"
 struct mutant {
 	std::string_view name;		// "flags-unchecked", "1aaf8c122918"
 	mutant_kind kind;
-	uint32_t bit;			// model_fault: UALINK_SIM_FAULT_*; else 0
+	uint64_t bit;			// model_fault: UALINK_SIM_FAULT_*; else 0
 	// kernel_patch: the files in matrix/patches/ (one per kernel series it
 	// applies to) and, for the mutant kernel's, the boot parameter
 	// pinmatrix_mutant=N that turns it on (0: the patch alone is the mutant).

@@ -61,7 +61,7 @@ const case_def &case_by_id(const std::string &id);
 // must FAIL when each is on: the model's rows of the mutant table
 // (matrix/promises.hpp).
 struct fault_def {
-	uint32_t bit;
+	uint64_t bit;
 	std::string_view name;
 	std::string_view deviation;
 	std::vector<std::string_view> caught_by;	// case ids

@@ -470,19 +470,19 @@ discovery discover()
 	return d;
 }
 
-std::optional<uint32_t> model_faults()
+std::optional<uint64_t> model_faults()
 {
 	std::ifstream in(faults_path);
 	std::string s;
 	if (!(in >> s))
 		return std::nullopt;
-	return uint32_t(std::stoul(s, nullptr, 16));
+	return uint64_t(std::stoull(s, nullptr, 16));
 }
 
-void set_model_faults(uint32_t mask)
+void set_model_faults(uint64_t mask)
 {
-	char buf[16];
-	std::snprintf(buf, sizeof(buf), "0x%x", mask);
+	char buf[24];
+	std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(mask));
 	write_text(faults_path, buf);
 }
 

@@ -165,8 +165,8 @@ struct discovery {
 discovery discover();
 
 // Model-wide state outside ioctls (debugfs): root only.
-std::optional<uint32_t> model_faults();
-void set_model_faults(uint32_t mask);
+std::optional<uint64_t> model_faults();
+void set_model_faults(uint64_t mask);
 // [start, end) of every live NPA range the model's kernel side knows.
 std::vector<std::pair<uint64_t, uint64_t>> model_npa_ranges();
 

@@ -80,7 +80,7 @@ struct usim_pod {
 	struct mutex lock;		/* everything below and in the objects */
 	unsigned int n;
 	struct usim_accel *accel[USIM_MAX_ACCELS];
-	u32 faults;			/* UALINK_SIM_FAULT_*, from debugfs */
+	u64 faults;			/* UALINK_SIM_FAULT_*, from debugfs */
 	struct dentry *debugfs;
 	atomic64_t bos;			/* changed in .free, outside the lock */
 	atomic64_t remote_objects;
@@ -170,7 +170,7 @@ struct usim_remote {
 	atomic_t mapped;		/* its mappings, for GEM_INFO */
 };
 
-static inline bool usim_fault(u32 bit)
+static inline bool usim_fault(u64 bit)
 {
 	return READ_ONCE(usim_pod.faults) & bit;
 }

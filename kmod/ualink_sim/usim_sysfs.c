@@ -153,7 +153,7 @@ static int usim_faults_set(void *data, u64 val)
 {
 	u32 flags = DRM_AUTH | DRM_RENDER_ALLOW;
 
-	if (val > U32_MAX)
+	if (val & ~UALINK_SIM_FAULT_ALL)
 		return -EINVAL;
 	if (val & UALINK_SIM_FAULT_PRIMARY_NO_AUTH)
 		flags &= ~DRM_AUTH;
@@ -164,7 +164,7 @@ static int usim_faults_set(void *data, u64 val)
 	return 0;
 }
 
-DEFINE_DEBUGFS_ATTRIBUTE(usim_faults_fops, usim_faults_get, usim_faults_set, "0x%08llx\n");
+DEFINE_DEBUGFS_ATTRIBUTE(usim_faults_fops, usim_faults_get, usim_faults_set, "0x%016llx\n");
 
 /* ualink_sim/: made once the accelerators are, gone before they are. */
 void usim_debugfs_init(void)

@@ -197,9 +197,18 @@ static void usim_remote_free(struct drm_gem_object *obj)
 }
 
 /* "Remote NPAs ... cannot be CPU mapped" (v2 documentation). */
+/* UALINK_SIM_FAULT_REMOTE_CPU_MAPPABLE: a mapping with no pages behind it. */
+static const struct vm_operations_struct usim_remote_vm_ops = {
+	.open = drm_gem_vm_open,
+	.close = drm_gem_vm_close,
+};
+
 static int usim_remote_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 {
-	return -EPERM;
+	if (!usim_fault(UALINK_SIM_FAULT_REMOTE_CPU_MAPPABLE))
+		return -EPERM;
+	vma->vm_ops = &usim_remote_vm_ops;
+	return 0;
 }
 
 /* Nor can another device attach: there are no pages on this side. */
@@ -250,12 +259,19 @@ static void usim_new_handle(struct usim_accel *accel, u64 *lo, u64 *hi)
 		*hi = accel->seq;
 		return;
 	}
-	/* Random, the accelerator id in bits 9:0, never 0, unique here. */
+	/*
+	 * Random, the accelerator id in bits 9:0, never 0, unique here.
+	 * UALINK_SIM_FAULT_ACCEL_ID_NOT_IN_HANDLE: bits 9:0 random too;
+	 * _CONSTANT_HANDLE_HI: one handle_hi for every export.
+	 */
 	do {
-		*lo = get_random_u64() & ~AMDGPU_UALINK_HANDLE_ACCID_MASK_U64;
-		*lo |= accel->id;
+		*lo = get_random_u64();
+		if (!usim_fault(UALINK_SIM_FAULT_ACCEL_ID_NOT_IN_HANDLE))
+			*lo = (*lo & ~AMDGPU_UALINK_HANDLE_ACCID_MASK_U64) | accel->id;
 	} while (!*lo || xa_load(&accel->exports, *lo));
 	*hi = get_random_u64();
+	if (usim_fault(UALINK_SIM_FAULT_CONSTANT_HANDLE_HI))
+		*hi = 0x5eed0000ULL + accel->id;
 }
 
 static int usim_index_export(struct usim_accel *accel, struct usim_export *exp)
@@ -412,7 +428,11 @@ static struct dma_buf *usim_local_import(struct usim_accel *accel, struct drm_fi
 	mutex_unlock(&usim_pod.lock);
 
 	/* object_name_lock is never taken under usim_pod.lock. */
-	dmabuf = usim_bo_dmabuf(file, obj);
+	/* UALINK_SIM_FAULT_LOCAL_IMPORT_NEW_DMABUF: not the BO's own, a new one. */
+	if (usim_fault(UALINK_SIM_FAULT_LOCAL_IMPORT_NEW_DMABUF))
+		dmabuf = drm_gem_prime_export(obj, O_RDWR);
+	else
+		dmabuf = usim_bo_dmabuf(file, obj);
 	drm_gem_object_put(obj);
 	return dmabuf;
 }
@@ -492,7 +512,7 @@ static struct usim_import *usim_import_create(struct usim_accel *accel, struct u
 
 	/* An offline peer never answers: amdgpu times the request out. */
 	if (!usim_accel_active(peer)) {
-		*err = -ETIMEDOUT;
+		*err = usim_fault(UALINK_SIM_FAULT_OFFLINE_EXPORTER_EINVAL) ? -EINVAL : -ETIMEDOUT;
 		return NULL;
 	}
 	exp = xa_load(&peer->exports, lo);
@@ -570,7 +590,7 @@ static int usim_import(struct usim_accel *accel, struct drm_file *file, u64 lo, 
 
 	*npa = 0;
 	if (id >= AMDGPU_UALINK_ACCEL_MAX_IDS)
-		return -EINVAL;
+		return usim_fault(UALINK_SIM_FAULT_ACCEL_ID_RANGE_ENODEV) ? -ENODEV : -EINVAL;
 
 	mutex_lock(&usim_pod.lock);
 	peer = id < usim_pod.n ? usim_pod.accel[id] : NULL;

@@ -19,7 +19,8 @@
  *   <dev>/ualink/local_accels        accelerators on the same node (ro)
  *   <dev>/ualink/vpod_active_accels  accelerators of the pod (ro)
  *   <dev>/ualink/reset               write 1: node reset, peers clean up
- *   debugfs ualink_sim/faults        UALINK_SIM_FAULT_* bitmask (rw, hex)
+ *   debugfs ualink_sim/faults        UALINK_SIM_FAULT_* bitmask (rw, hex, 64
+ *                                    bits; an unknown bit is refused)
  *   debugfs ualink_sim/npa           live NPA ranges, as only the kernel
  *                                    drivers see them (ro)
  *   /sys/module/ualink_sim/parameters/pin_limit_mib
@@ -225,7 +226,19 @@ struct drm_ualink_sim_pod_stats {
 #define UALINK_SIM_FAULT_IMPORT_OUTLIVES_USERS	(1U << 30)
 /* a revoked import tells no dynamic importer of its dma-buf (no move_notify) */
 #define UALINK_SIM_FAULT_NO_REVOKE_NOTICE	(1U << 31)
-#define UALINK_SIM_FAULT_ALL			0xffffffffU
+/* handle_hi is the same for every export of an accelerator */
+#define UALINK_SIM_FAULT_CONSTANT_HANDLE_HI	(1ULL << 32)
+/* handle_lo's bits 9:0 are random, not the exporter's accel id */
+#define UALINK_SIM_FAULT_ACCEL_ID_NOT_IN_HANDLE	(1ULL << 33)
+/* an import on the exporter makes a new dma-buf each time, not the BO's own */
+#define UALINK_SIM_FAULT_LOCAL_IMPORT_NEW_DMABUF	(1ULL << 34)
+/* an accel id past AMDGPU_UALINK_ACCEL_MAX is -ENODEV, not -EINVAL */
+#define UALINK_SIM_FAULT_ACCEL_ID_RANGE_ENODEV	(1ULL << 35)
+/* an import from an offline exporter is -EINVAL, not -ETIMEDOUT */
+#define UALINK_SIM_FAULT_OFFLINE_EXPORTER_EINVAL	(1ULL << 36)
+/* an imported object can be CPU mapped */
+#define UALINK_SIM_FAULT_REMOTE_CPU_MAPPABLE	(1ULL << 37)
+#define UALINK_SIM_FAULT_ALL			((1ULL << 38) - 1)
 
 #if defined(__cplusplus)
 }

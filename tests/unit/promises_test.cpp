@@ -102,7 +102,7 @@ TEST(Mutants, EachBreaksPromisesAndIsCaughtByTheirCases)
 
 TEST(Mutants, EveryModelFaultBitHasOneRow)
 {
-	uint32_t all = 0;
+	uint64_t all = 0;
 	for (const auto &m : mutant_table()) {
 		if (m.kind != mutant_kind::model_fault)
 			continue;
@@ -110,7 +110,7 @@ TEST(Mutants, EveryModelFaultBitHasOneRow)
 		EXPECT_EQ(all & m.bit, 0u) << m.id() << ": its bit twice";
 		all |= m.bit;
 	}
-	EXPECT_EQ(all, uint32_t(UALINK_SIM_FAULT_ALL)) << "a fault bit of uapi/ualink_sim.h without its row";
+	EXPECT_EQ(all, uint64_t(UALINK_SIM_FAULT_ALL)) << "a fault bit of uapi/ualink_sim.h without its row";
 }
 
 // Each kernel patch is some row's; a patch of the mutant kernel (rows with
