@@ -51,11 +51,11 @@ const std::vector<promise> pin_promises = {
 	{"pin/mlock-still-migrates", pin, "seed 1, section 6",
 	 "\"It is not the same device-DMA contract as GUP pinning, and mlocked pages can participate in some "
 	 "migration paths.\"",
-	 {"movable-mlock", "ordinary-mlock", "race/mlock-batch-reg-mr"}},
+	 {"movable-mlock", "cma-mlock", "ordinary-mlock", "race/mlock-batch-reg-mr"}},
 	{"pin/reference-blocks-migration", pin, "seed 1, sections 6 and 11",
 	 "\"A reference keeps the page object alive\"; \"The extra page references or pin count prevent the "
 	 "migration code from freezing the page in the expected state.\"",
-	 {"movable-gup-ref", "ordinary-gup-ref"}},
+	 {"movable-gup-ref", "cma-gup-ref", "ordinary-gup-ref"}},
 	{"pin/foll-pin-is-a-dma-pin", pin, "seed 1, section 6",
 	 "\"Those wrappers set FOLL_PIN and account the page as DMA-pinned. ... This lets the VM recognize that "
 	 "the page is participating in a device mapping and requires special treatment.\"",
@@ -80,20 +80,20 @@ const std::vector<promise> pin_promises = {
 	{"pin/weak-first-pin-stays", pin, "seed 1, section 9",
 	 "\"CUDA/NVIDIA pins it with FOLL_PIN -> no long-term placement check -> page remains physically inside "
 	 "CMA\"",
-	 {"B", "movable-gup-ref"}},
+	 {"B", "movable-gup-ref", "cma-gup-ref"}},
 	{"pin/failed-migration-is-enomem", pin, "seed 1, section 12",
 	 "\"Linux reports that from the long-term GUP migration helper as -ENOMEM when migration does not "
 	 "complete.\"",
-	 {"B", "movable-gup-ref"}},
+	 {"B", "movable-gup-ref", "cma-gup-ref"}},
 	{"pin/strongest-contract-first", pin, "seed 1, sections 13 and 19",
 	 "\"the placement check runs while the page can still be moved\"; \"request FOLL_LONGTERM on the first "
 	 "pin so Linux can relocate it\"",
-	 {"C", "ordinary-foll-pin-longterm", "movable-foll-pin-longterm"}},
+	 {"C", "ordinary-foll-pin-longterm", "movable-foll-pin-longterm", "cma-foll-pin-longterm"}},
 	{"pin/weak-pin-then-validate-fails", pin, "seed 1, sections 13 and 19",
 	 "\"once the first pin holds this physical page, the later placement check can fail deterministically\"; "
 	 "\"What cannot safely happen is: pin now under a weak placement contract, validate long-term placement "
 	 "later\"",
-	 {"B", "movable-gup-ref", "movable-foll-pin"}},
+	 {"B", "movable-gup-ref", "cma-gup-ref", "movable-foll-pin", "cma-foll-pin"}},
 	{"pin/ordinary-needs-no-move", pin, "seed 1, sections 15 and 16.5",
 	 "\"no CMA page -> no need to migrate before long-term pin -> first and second pins can agree on the same "
 	 "ordinary page\"",
@@ -103,29 +103,31 @@ const std::vector<promise> pin_promises = {
 	 "\"R525/R535 public path: FOLL_PIN + maybe FOLL_WRITE\"; \"R555 public path: FOLL_PIN + FOLL_LONGTERM + "
 	 "maybe FOLL_WRITE\": a GPU driver's host pin (--first-pin cuda, hip) is judged by the contract it was "
 	 "seen to keep, and a long-term aware one moves the page at its own pin",
-	 {"B", "movable-cudart-register"}},
+	 {"B", "movable-cudart-register", "cma-cudart-register"}},
 	{"pin/stranded-pin-withholds-memory", pin, "seed 1, sections 3 and 4",
 	 "\"CMA can reclaim the range only while its temporary occupants remain movable.\"; \"One immovable 4 KiB "
 	 "page can spoil an otherwise free 1 GiB candidate.\" (the give-back check of each case)",
-	 {"A", "B", "C", "movable-mlock", "movable-gup-ref", "pinner/udmabuf"}},
+	 {"A", "B", "C", "movable-mlock", "cma-mlock", "movable-gup-ref", "cma-gup-ref", "pinner/udmabuf"}},
 	{"pin/no-success-in-place", pin, "seed 1, section 10; kernel rule 1aaf8c122918",
 	 "\"The long-term GUP path cannot leave it there. It collects the unpinnable/movable page, drops the "
 	 "temporary pin it took while inspecting the range, and attempts synchronous migration\"",
-	 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer"}},
+	 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer", "race/mlock-batch-reg-mr"}},
 	{"pin/refusal-leaves-no-pin", pin, "kernel rule aa6f8b2593b5",
 	 "a refused long-term pin leaves no pin behind: the page it could not move is free to move once the "
 	 "pin that blocked it goes (the case's recovery)",
-	 {"B", "movable-gup-ref"}},
+	 {"B", "movable-gup-ref", "cma-gup-ref"}},
 	{"pin/refusal-returns", pin, "kernel rule (1aaf8c122918's infinite loop, reverted by 517f496e1e61)",
-	 "a long-term pin whose migration fails returns its error: it does not retry forever", {"B", "movable-gup-ref"}},
+	 "a long-term pin whose migration fails returns its error: it does not retry forever (a case that does not "
+	 "finish is an ERROR)",
+	 {"B", "movable-gup-ref", "cma-gup-ref", "race/reg-mr-same-buffer", "race/mixed-same-buffer"}},
 	{"pin/every-gup-path", pin, "kernel rule (GUP-fast's folio_is_longterm_pinnable())",
 	 "GUP-fast refuses to pin long-term a page that may not stay where it is and leaves it to the slow path, "
 	 "which moves it first",
-	 {"A", "movable-mlock", "C"}},
+	 {"A", "movable-mlock", "cma-mlock", "C"}},
 	{"pin/lru-batch-drained", pin, "kernel rule 98c6d259319e, 33dfe9204f29",
 	 "a page waiting in a per-CPU LRU or mlock batch holds an extra reference: the long-term pin drains the "
-	 "batches before it migrates, and never succeeds with the page in place",
-	 {"race/mlock-batch-reg-mr"}},
+	 "batches before it migrates (a freshly faulted page is in one), and never succeeds with the page in place",
+	 {"race/mlock-batch-reg-mr", "A", "C"}},
 	{"pin/every-backing", pin, "seed 1, section 18",
 	 "\"ZONE_MOVABLE, CMA, device memory, DAX, and filesystem-backed pages all carry rules that a long-term "
 	 "pin must respect.\"",
@@ -393,22 +395,31 @@ const std::vector<mutant> kernel_mutants = {
 	 "a long-term pin that isolated none of the pages it must move succeeds with them in place "
 	 "(1aaf8c122918's class)",
 	 {"pin/no-success-in-place"},
-	 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer"}},
+	 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer", "race/mlock-batch-reg-mr"}},
 	{"no-lru-drain", mutant_kind::kernel_patch, 0, mutant_kernel, 2,
-	 "the long-term pin never drains the per-CPU LRU batches before isolating (98c6d259319e, 33dfe9204f29)",
-	 {"pin/lru-batch-drained"}, {"race/mlock-batch-reg-mr"}},
+	 "the long-term pin never drains the per-CPU LRU batches before isolating (98c6d259319e, 33dfe9204f29): "
+	 "6.1 retries forever, 6.12 refuses a freshly faulted page",
+	 {"pin/lru-batch-drained", "pin/case-a", "pin/refusal-returns"},
+	 {"A", "C", "race/reg-mr-same-buffer", "race/mixed-same-buffer"}},
 	{"refused-pin-leaks", mutant_kind::kernel_patch, 0, mutant_kernel, 3,
 	 "a refused long-term pin leaves a pin on each page it failed to move (aa6f8b2593b5)",
-	 {"pin/refusal-leaves-no-pin"}, {"B", "movable-gup-ref"}},
-	{"migration-errno", mutant_kind::kernel_patch, 0, mutant_kernel, 4,
-	 "a failed migration is -EFAULT, not -ENOMEM", {"pin/failed-migration-is-enomem"}, {"B", "movable-gup-ref"}},
+	 {"pin/refusal-leaves-no-pin"}, {"B", "movable-gup-ref", "cma-gup-ref"}},
+	{"migration-errno", mutant_kind::kernel_patch, 0, mutant_kernel, 4, "a failed migration is -EFAULT, not -ENOMEM",
+	 {"pin/failed-migration-is-enomem", "pin/case-b"}, {"B", "movable-gup-ref", "cma-gup-ref"}},
 	{"endless-retry", mutant_kind::kernel_patch, 0, mutant_kernel, 5,
 	 "a failed migration is retried forever, each pass unpinning and pinning again",
-	 {"pin/refusal-returns"}, {"B", "movable-gup-ref"}},
-	{"pinner-drops-longterm", mutant_kind::kernel_patch, 0, mutant_kernel, 6,
-	 "ib_umem_get() pins without FOLL_LONGTERM", {"pin/registration-asks-longterm-and-write"}, {"A", "B"}},
+	 {"pin/refusal-returns", "pin/case-b"}, {"B", "movable-gup-ref", "cma-gup-ref"}},
+	{"pinner-drops-longterm", mutant_kind::kernel_patch, 0, mutant_kernel, 6, "ib_umem_get() pins without FOLL_LONGTERM",
+	 {"pin/registration-asks-longterm-and-write", "pin/case-a", "pin/case-b", "pin/weak-pin-then-validate-fails",
+	  "pin/no-success-in-place", "pin/mlock-still-migrates"},
+	 {"A", "B", "movable-mlock", "cma-mlock", "movable-gup-ref", "cma-gup-ref", "race/reg-mr-same-buffer",
+	  "race/mixed-same-buffer", "race/mlock-batch-reg-mr"}},
 	{"fast-path-pins-in-place", mutant_kind::kernel_patch, 0, mutant_kernel, 7,
-	 "GUP-fast pins a page that may not be pinned long-term in place", {"pin/every-gup-path"}, {"A"}},
+	 "GUP-fast pins a page that may not be pinned long-term in place",
+	 {"pin/every-gup-path", "pin/case-a", "pin/case-b", "pin/case-c", "pin/no-success-in-place",
+	  "pin/mlock-still-migrates", "pin/reference-blocks-migration"},
+	 {"A", "B", "C", "movable-mlock", "cma-mlock", "movable-gup-ref", "cma-gup-ref", "race/reg-mr-same-buffer",
+	  "race/io-uring-same-buffer", "race/mixed-same-buffer", "race/mlock-batch-reg-mr"}},
 };
 
 } // namespace

@@ -244,20 +244,10 @@ static int usim_attached_mmap(struct drm_gem_object *obj, struct vm_area_struct 
 	return -EPERM;
 }
 
-static int usim_attached_pin(struct drm_gem_object *obj)
-{
-	return -EOPNOTSUPP;
-}
-
-static struct sg_table *usim_attached_get_sg_table(struct drm_gem_object *obj)
-{
-	return ERR_PTR(-EOPNOTSUPP);
-}
-
 static const struct drm_gem_object_funcs usim_attached_funcs = {
 	.free = usim_attached_free,
-	.pin = usim_attached_pin,
-	.get_sg_table = usim_attached_get_sg_table,
+	.pin = usim_no_pages_pin,
+	.get_sg_table = usim_no_pages_sg_table,
 	.mmap = usim_attached_mmap,
 };
 

@@ -41,6 +41,7 @@ struct dma_buf;
 struct drm_file;
 struct file;
 struct kobject;
+struct sg_table;
 struct platform_device;
 struct task_struct;
 struct workqueue_struct;
@@ -227,6 +228,8 @@ void usim_keep_revoked(struct usim_export *exp);
 void usim_node_lost(struct usim_accel *accel, bool force);
 void usim_file_closed(struct usim_accel *accel, struct drm_file *file);
 bool usim_is_remote(struct drm_gem_object *obj);
+int usim_no_pages_pin(struct drm_gem_object *obj);
+struct sg_table *usim_no_pages_sg_table(struct drm_gem_object *obj);
 
 int usim_ualink_handle_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
 int usim_remote_access_ioctl(struct drm_device *dev, void *data, struct drm_file *file);

@@ -211,13 +211,16 @@ static int usim_remote_mmap(struct drm_gem_object *obj, struct vm_area_struct *v
 	return 0;
 }
 
-/* Nor can another device attach: there are no pages on this side. */
-static int usim_remote_pin(struct drm_gem_object *obj)
+/*
+ * Remote memory has no pages on this side: nothing to pin, no page list.
+ * (Another device reaches it by a dynamic attachment: usim_attach.c.)
+ */
+int usim_no_pages_pin(struct drm_gem_object *obj)
 {
 	return -EOPNOTSUPP;
 }
 
-static struct sg_table *usim_remote_get_sg_table(struct drm_gem_object *obj)
+struct sg_table *usim_no_pages_sg_table(struct drm_gem_object *obj)
 {
 	return ERR_PTR(-EOPNOTSUPP);
 }
@@ -225,8 +228,8 @@ static struct sg_table *usim_remote_get_sg_table(struct drm_gem_object *obj)
 static const struct drm_gem_object_funcs usim_remote_funcs = {
 	.free = usim_remote_free,
 	.export = usim_remote_export,
-	.pin = usim_remote_pin,
-	.get_sg_table = usim_remote_get_sg_table,
+	.pin = usim_no_pages_pin,
+	.get_sg_table = usim_no_pages_sg_table,
 	.mmap = usim_remote_mmap,
 };
 

@@ -23,17 +23,20 @@ namespace fs = std::filesystem;
 namespace {
 
 // Every case id of every suite, for each source of first pins (the
-// --no-module rows have the module's ids).
+// --no-module rows have the module's ids) and each restricted placement (a
+// rung's id names it: movable-gup-ref, cma-gup-ref).
 std::set<std::string> all_case_ids()
 {
 	std::set<std::string> ids;
-	for (const char *source : {"module", "io_uring", "cuda", "hip"}) {
-		suite_options opt;
-		opt.pins.first_pin = source;
-		for (const auto &s : make_suites(opt))
-			for (const auto &c : s->cases())
-				ids.insert(c.id);
-	}
+	for (const char *source : {"module", "io_uring", "cuda", "hip"})
+		for (const placement p : {placement::movable, placement::cma}) {
+			suite_options opt;
+			opt.pins.first_pin = source;
+			opt.restricted = p;
+			for (const auto &s : make_suites(opt))
+				for (const auto &c : s->cases())
+					ids.insert(c.id);
+		}
 	return ids;
 }
 
