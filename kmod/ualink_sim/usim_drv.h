@@ -82,6 +82,7 @@ struct usim_pod {
 	unsigned int n;
 	struct usim_accel *accel[USIM_MAX_ACCELS];
 	u64 faults;			/* UALINK_SIM_FAULT_*, from debugfs */
+	u32 plant;			/* UALINK_SIM_PLANT_*, from debugfs */
 	struct dentry *debugfs;
 	atomic64_t bos;			/* changed in .free, outside the lock */
 	atomic64_t remote_objects;
@@ -246,6 +247,7 @@ void usim_attached_state(struct drm_gem_object *obj, bool *mapped, u32 *notices)
 /* usim_sysfs.c */
 extern const struct attribute_group usim_attr_group;
 void usim_debugfs_init(void);
+void usim_export_pin_hold(void);
 void usim_debugfs_fini(void);
 
 #endif /* USIM_DRV_H */

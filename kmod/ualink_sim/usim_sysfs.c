@@ -13,6 +13,7 @@
 #include <linux/seq_file.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
+#include <linux/wait.h>
 
 #include <drm/drm_ioctl.h>
 
@@ -166,15 +167,72 @@ static int usim_faults_set(void *data, u64 val)
 
 DEFINE_DEBUGFS_ATTRIBUTE(usim_faults_fops, usim_faults_get, usim_faults_set, "0x%016llx\n");
 
+/* debugfs ualink_sim/plant: UALINK_SIM_PLANT_*, the fuzzer's proof */
+static int usim_plant_get(void *data, u64 *val)
+{
+	*val = READ_ONCE(usim_pod.plant);
+	return 0;
+}
+
+static int usim_plant_set(void *data, u64 val)
+{
+	if (val > UALINK_SIM_PLANT_DANGLING_IMPORT)
+		return -EINVAL;
+	WRITE_ONCE(usim_pod.plant, val);
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE(usim_plant_fops, usim_plant_get, usim_plant_set, "%llu\n");
+
+/*
+ * debugfs ualink_sim/hold_export_pin, for the model's own tests: 1 holds a
+ * new export where it pins its BO, 0 lets every held one go on; reading it
+ * answers how many are held there. A test then calls into the pod while an
+ * export pins, which must not wait for it.
+ */
+static DECLARE_WAIT_QUEUE_HEAD(usim_hold_wq);
+static bool usim_hold;
+static atomic_t usim_held = ATOMIC_INIT(0);
+
+void usim_export_pin_hold(void)
+{
+	if (!READ_ONCE(usim_hold))
+		return;
+	atomic_inc(&usim_held);
+	wait_event_killable(usim_hold_wq, !READ_ONCE(usim_hold));
+	atomic_dec(&usim_held);
+}
+
+static int usim_hold_get(void *data, u64 *val)
+{
+	*val = atomic_read(&usim_held);
+	return 0;
+}
+
+static int usim_hold_set(void *data, u64 val)
+{
+	if (val > 1)
+		return -EINVAL;
+	WRITE_ONCE(usim_hold, val);
+	if (!val)
+		wake_up_all(&usim_hold_wq);
+	return 0;
+}
+
+DEFINE_DEBUGFS_ATTRIBUTE(usim_hold_fops, usim_hold_get, usim_hold_set, "%llu\n");
+
 /* ualink_sim/: made once the accelerators are, gone before they are. */
 void usim_debugfs_init(void)
 {
 	usim_pod.debugfs = debugfs_create_dir(UALINK_SIM_DRIVER_NAME, NULL);
 	debugfs_create_file_unsafe("faults", 0600, usim_pod.debugfs, NULL, &usim_faults_fops);
 	debugfs_create_file("npa", 0400, usim_pod.debugfs, NULL, &usim_npa_fops);
+	debugfs_create_file_unsafe("plant", 0600, usim_pod.debugfs, NULL, &usim_plant_fops);
+	debugfs_create_file_unsafe("hold_export_pin", 0600, usim_pod.debugfs, NULL, &usim_hold_fops);
 }
 
 void usim_debugfs_fini(void)
 {
+	usim_hold_set(NULL, 0);
 	debugfs_remove_recursive(usim_pod.debugfs);
 }

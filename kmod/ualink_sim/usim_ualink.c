@@ -43,7 +43,8 @@ static void usim_import_destroy(struct usim_import *imp)
 {
 	lockdep_assert_held(&usim_pod.lock);
 	list_del(&imp->exp_link);
-	list_del(&imp->imp_link);
+	if (READ_ONCE(usim_pod.plant) != UALINK_SIM_PLANT_DANGLING_IMPORT)
+		list_del(&imp->imp_link);
 	usim_remote_revoke_mappings(imp);
 	imp->obj->imp = NULL;
 	imp->exp->bo->pins -= imp->pins;
@@ -288,43 +289,97 @@ static int usim_index_export(struct usim_accel *accel, struct usim_export *exp)
 	return ret;
 }
 
+/* Its pages pinned and counted: the handle, indexed. */
 static struct usim_export *usim_export_create(struct usim_accel *accel, struct drm_file *file,
 					      struct usim_bo *bo)
 {
-	u64 npages = bo->base.base.size >> PAGE_SHIFT;
-	u64 limit = (u64)READ_ONCE(usim_pin_limit_mib) << (20 - PAGE_SHIFT);
 	struct usim_export *exp;
 	int ret;
 
 	lockdep_assert_held(&usim_pod.lock);
-	/* The pod-wide cap on what exports pin: refused, not OOM. */
-	if (npages > limit || usim_pod.pinned_pages > limit - npages)
-		return ERR_PTR(-ENOSPC);
 	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
 	if (!exp)
 		return ERR_PTR(-ENOMEM);
-	/* The fabric reaches the pages directly: keep them while exported. */
-	ret = drm_gem_shmem_pin(&bo->base);
-	if (ret)
-		goto err_free;
 	exp->accel = accel;
 	exp->bo = bo;
 	exp->file = file;
 	INIT_LIST_HEAD(&exp->importers);
 	ret = usim_index_export(accel, exp);
-	if (ret)
-		goto err_unpin;
+	if (ret) {
+		kfree(exp);
+		return ERR_PTR(ret);
+	}
 	drm_gem_object_get(&bo->base.base);
 	bo->export = exp;
 	usim_pod.exports++;
-	usim_pod.pinned_pages += npages;
 	return exp;
+}
 
-err_unpin:
-	drm_gem_shmem_unpin(&bo->base);
-err_free:
-	kfree(exp);
-	return ERR_PTR(ret);
+/* Under the pod lock: why @accel cannot export @bo now, or 0. */
+static int usim_export_allowed(struct usim_accel *accel, struct usim_bo *bo)
+{
+	lockdep_assert_held(&usim_pod.lock);
+	/*
+	 * The ioctl checked accel_state unlocked: if the node went offline
+	 * since, its cleanup has run and nothing may be registered after it.
+	 */
+	if (!usim_accel_active(accel))
+		return -EOPNOTSUPP;
+	/* Its last handle went while we looked it up, or pinned it. */
+	if (!bo->handles)
+		return -ENOENT;
+	return 0;
+}
+
+/* The pod-wide cap on what exports pin: refused, not OOM. */
+static int usim_reserve_pinned(u64 npages)
+{
+	u64 limit = (u64)READ_ONCE(usim_pin_limit_mib) << (20 - PAGE_SHIFT);
+
+	lockdep_assert_held(&usim_pod.lock);
+	if (npages > limit || usim_pod.pinned_pages > limit - npages)
+		return -ENOSPC;
+	usim_pod.pinned_pages += npages;
+	return 0;
+}
+
+/*
+ * A new export of @bo: its pages reserved against the cap under the pod
+ * lock and pinned outside it. The pin allocates up to the cap (hundreds of
+ * MiB), and every GEM close and handle ioctl of the pod takes that lock.
+ * Called and returns with the lock held. Returns the export @bo has then:
+ * ours, or the one a racing export of the same BO made first.
+ */
+static struct usim_export *usim_export_new(struct usim_accel *accel, struct drm_file *file,
+					   struct usim_bo *bo)
+{
+	u64 npages = bo->base.base.size >> PAGE_SHIFT;
+	struct usim_export *exp;
+	bool pinned, made = false;
+	int ret;
+
+	ret = usim_reserve_pinned(npages);
+	if (ret)
+		return ERR_PTR(ret);
+	mutex_unlock(&usim_pod.lock);
+	usim_export_pin_hold();
+	/* The fabric reaches the pages directly: keep them while exported. */
+	ret = drm_gem_shmem_pin(&bo->base);
+	pinned = !ret;
+	mutex_lock(&usim_pod.lock);
+	if (!ret)
+		ret = usim_export_allowed(accel, bo);
+	exp = ret ? ERR_PTR(ret) : bo->export;
+	if (!ret && !exp) {
+		exp = usim_export_create(accel, file, bo);
+		made = !IS_ERR(exp);
+	}
+	if (made)
+		return exp;
+	usim_pod.pinned_pages -= npages;
+	if (pinned)
+		drm_gem_shmem_unpin(&bo->base);
+	return exp;
 }
 
 static int usim_export(struct usim_accel *accel, struct drm_file *file, u32 gem_handle,
@@ -355,19 +410,9 @@ static int usim_export(struct usim_accel *accel, struct drm_file *file, u32 gem_
 	}
 
 	mutex_lock(&usim_pod.lock);
-	/*
-	 * The ioctl checked accel_state unlocked: if the node went offline
-	 * since, its cleanup has run and nothing may be registered after it.
-	 */
-	if (!usim_accel_active(accel)) {
-		ret = -EOPNOTSUPP;
+	ret = usim_export_allowed(accel, bo);
+	if (ret)
 		goto out_unlock;
-	}
-	/* Its last handle went while we looked it up. */
-	if (!bo->handles) {
-		ret = -ENOENT;
-		goto out_unlock;
-	}
 	exp = bo->export;
 	if (exp && usim_fault(UALINK_SIM_FAULT_EXPORT_NOT_IDEMPOTENT)) {
 		xa_erase(&accel->exports, exp->lo);
@@ -379,7 +424,7 @@ static int usim_export(struct usim_accel *accel, struct drm_file *file, u32 gem_
 		}
 	}
 	if (!exp) {
-		exp = usim_export_create(accel, file, bo);
+		exp = usim_export_new(accel, file, bo);
 		if (IS_ERR(exp)) {
 			ret = PTR_ERR(exp);
 			goto out_unlock;

@@ -240,6 +240,15 @@ struct drm_ualink_sim_pod_stats {
 #define UALINK_SIM_FAULT_REMOTE_CPU_MAPPABLE	(1ULL << 37)
 #define UALINK_SIM_FAULT_ALL			((1ULL << 38) - 1)
 
+/*
+ * debugfs ualink_sim/plant: a bug planted for the fuzzer's proof, not a fault
+ * bit. No case can see it; tests/fuzz/ualink_fuzz.cpp under the debug
+ * kernel's KASAN must (tests/vm/debug-kernel.sh).
+ */
+#define UALINK_SIM_PLANT_NONE			0
+/* a destroyed import stays on its importer's list, freed (what the npa show once read) */
+#define UALINK_SIM_PLANT_DANGLING_IMPORT	1
+
 #if defined(__cplusplus)
 }
 #endif

@@ -21,9 +21,12 @@
 // handed out is still held) when the fuzzer loaded it.
 //
 // Usage: ualink_fuzz [--seed N] [--calls N (operations)] [--threads 1-64] [--forks N]
-//                    [--fault-bits 0|1]
+//                    [--fault-bits 0|1] [--plant 0|1]
 // --fault-bits 1 also toggles the model's fault bits (known deviations) at
 // random; the refusal oracles that a bit can turn off are then not applied.
+// --plant 1 plants UALINK_SIM_PLANT_DANGLING_IMPORT for the whole run: a
+// memory-safety bug no case sees, which this fuzzer must find under KASAN
+// (tests/vm/debug-kernel.sh proves it does).
 // Loads the model when it is absent: `modprobe drm_shmem_helper`, then
 // $UALINK_SIM_MODULE or $PINMATRIX_MODULES/ualink_sim/ualink_sim.ko (set by
 // `pinmatrix vm`). Exit 0 clean, 1 a finding, 2 bad usage or setup.
@@ -74,6 +77,7 @@ struct options {
 	int threads = 4;
 	int forks = 8;
 	bool fault_bits = false;
+	unsigned plant = UALINK_SIM_PLANT_NONE;
 };
 
 constexpr uint64_t page = 4096;
@@ -1254,6 +1258,11 @@ bool same_counts(const drm_ualink_sim_pod_stats &a, const drm_ualink_sim_pod_sta
 	       a.imports == b.imports && a.pins == b.pins;
 }
 
+void set_plant(unsigned plant)
+{
+	write_knob("/sys/kernel/debug/" UALINK_SIM_DRIVER_NAME "/plant", std::to_string(plant));
+}
+
 // Every node active and reset, no fault bit: what deviations left behind
 // (an export surviving its last handle) goes now.
 void settle_pod(const std::vector<accel_nodes> &accels)
@@ -1307,9 +1316,11 @@ bool parse(int argc, char **argv, options &o)
 			o.forks = int(v);
 		else if (k == "--fault-bits" && v <= 1)
 			o.fault_bits = v;
+		else if (k == "--plant" && v <= UALINK_SIM_PLANT_DANGLING_IMPORT)
+			o.plant = unsigned(v);
 		else {
 			std::fprintf(stderr, "usage: %s [--seed N] [--calls N] [--threads 1-64] [--forks N] "
-					     "[--fault-bits 0|1]\n", argv[0]);
+					     "[--fault-bits 0|1] [--plant 0|1]\n", argv[0]);
 			return false;
 		}
 	}
@@ -1354,6 +1365,7 @@ int main(int argc, char **argv)
 
 	settle_pod(env->accels);
 	const auto baseline = pod_stats(env->accels[0]);
+	set_plant(o.plant);
 	// The kernel's reports from now on, in the one table of alarms.
 	std::optional<pinmatrix::kernel_log_cursor> klog;
 	try {
@@ -1386,6 +1398,7 @@ int main(int argc, char **argv)
 		close(env->shared_card[i]);
 	}
 	const int leaked_fds = close_unknown_dmabufs();
+	set_plant(UALINK_SIM_PLANT_NONE);
 	settle_pod(env->accels);
 
 	// Dma-buf releases run as the closing task returns to user space, or

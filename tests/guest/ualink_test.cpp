@@ -436,6 +436,63 @@ TEST_F(Model, ExportsPastThePodPinCapAreRefused)
 	EXPECT_TRUE(write_text(pin_limit_knob, saved));
 }
 
+namespace {
+
+const fs::path hold_export_pin = "/sys/kernel/debug/ualink_sim/hold_export_pin";
+
+// Polls the model's count of exports held where they pin, for up to 10 s.
+bool exports_held(unsigned n)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (read_text(hold_export_pin) == std::to_string(n))
+			return true;
+		usleep(10'000);
+	}
+	return false;
+}
+
+} // namespace
+
+// An export pins its BO (up to the pod's cap: hundreds of MiB) outside the
+// pod's lock. While two exports of one BO are held at their pin, other
+// clients' calls go on: an import, a GEM close that ends a handle, the pod's
+// counts. Then both exports get the one handle, and the BO is pinned once.
+TEST_F(Model, ExportsPinningHoldUpNoOtherCall)
+{
+	ASSERT_TRUE(fs::exists(hold_export_pin)) << "no " << hold_export_pin;
+	auto big = a().create_bo(1 << 20, vram);
+	auto other = b().create_bo(4096, vram);
+	handle128 h_other, h1, h2;
+	ASSERT_EQ(b().try_export(other.get(), h_other), 0);
+	ASSERT_TRUE(write_text(hold_export_pin, "1"));
+	int rc1 = 1, rc2 = 1;
+	std::thread first([&] { rc1 = a().try_export(big.get(), h1); });
+	std::thread second([&] { rc2 = a().try_export(big.get(), h2); });
+	const bool held = exports_held(2);
+	std::atomic<bool> done{false};
+	std::thread caller([&] {
+		unique_fd imported = c().import(h_other);
+		other.reset();	// its last handle: the export dies, its importer is revoked
+		(void)b().stats();
+		done = true;
+	});
+	for (int i = 0; i < 1000 && !done; i++)
+		usleep(10'000);
+	const bool went_on = done;
+	EXPECT_TRUE(write_text(hold_export_pin, "0"));
+	caller.join();
+	first.join();
+	second.join();
+	EXPECT_TRUE(held) << "two exports of one BO were not both held at their pin";
+	EXPECT_TRUE(went_on) << "an import, a GEM close and the pod's counts waited 10 s for another "
+				"client's export to pin its BO";
+	ASSERT_EQ(rc1, 0);
+	ASSERT_EQ(rc2, 0);
+	EXPECT_EQ(h1, h2) << "two racing exports of one BO got two handles";
+	EXPECT_EQ(a().stats().pinned_bytes, 1u << 20) << "the BO is pinned once, whoever won the race";
+	EXPECT_EQ(a().info(big.get()).exported, 1u);
+}
+
 // The import's dma-buf fd goes in only after DRM copied the result out: an
 // unwritable argument gets EFAULT and leaves no descriptor behind.
 TEST_F(Model, ImportWhoseResultCannotBeWrittenLeavesNoFd)
