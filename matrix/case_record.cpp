@@ -55,6 +55,13 @@ void case_record::add_reason(const std::string &why)
 	reason += (reason.empty() ? "" : "; ") + why;
 }
 
+void case_record::undecided(const std::string &check, const std::string &why)
+{
+	if (outcome != verdict::fail)
+		outcome = verdict::error;
+	add_reason(check + " decided nothing: " + why);
+}
+
 json to_json(const case_record &r)
 {
 	json j = r.details;

@@ -40,6 +40,11 @@ struct case_record {
 
 	// Adds a reason: the first one, or "; " and the next.
 	void add_reason(const std::string &why);
+	// A check the case owns ran into a step that failed (a control, a
+	// readback, a trace that never came) and decided nothing: the case is
+	// no PASS. ERROR, with "CHECK decided nothing: WHY", unless a check that
+	// did decide has FAILed it (that FAIL stands).
+	void undecided(const std::string &check, const std::string &why);
 };
 
 nlohmann::json to_json(const case_record &r);

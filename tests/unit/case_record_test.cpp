@@ -110,3 +110,24 @@ TEST(CaseRecord, ABrokenRecordIsRefusedByTheFieldThatIsWrong)
 	refused("duration_ns", 1.5, "duration_ns is not a count");
 	EXPECT_THROW(case_record_from_json(json::array()), usage_error);
 }
+
+// A check that decided nothing makes no PASS: ERROR, unless a decided check
+// FAILed the case, before or after.
+TEST(CaseRecord, AnUndecidedCheckIsNoPass)
+{
+	case_record r;
+	r.outcome = verdict::pass;
+	r.undecided("the device writes", "the control registration failed (ENOMEM)");
+	EXPECT_EQ(r.outcome, verdict::error);
+	EXPECT_EQ(r.reason, "the device writes decided nothing: the control registration failed (ENOMEM)");
+
+	case_record failed;
+	failed.outcome = verdict::fail;
+	failed.undecided("the give-back", "the memory did not go back with the pin released either");
+	EXPECT_EQ(failed.outcome, verdict::fail) << "a decided FAIL stands";
+
+	case_record skipped;
+	skipped.outcome = verdict::skip;
+	skipped.undecided("x", "y");
+	EXPECT_EQ(skipped.outcome, verdict::error);
+}
