@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <memory>
 
 #include "registration_observer.hpp"
@@ -106,7 +107,7 @@ void connect(ibv_qp *qp, uint32_t remote_qpn, const verbs_device &dev)
 	attr.pkey_index = 0;
 	attr.port_num = dev.port();
 	attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			       IBV_ACCESS_LOCAL_WRITE;
+			       IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
 	modify_or_throw(qp, attr,
 			IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
 			"INIT");
@@ -170,6 +171,112 @@ loopback_qp loopback_qp::create(const verbs_device &dev)
 	return lb;
 }
 
+const char *name(transfer_op op)
+{
+	switch (op) {
+	case transfer_op::rdma_write:
+		return "RDMA WRITE";
+	case transfer_op::rdma_read:
+		return "RDMA READ";
+	case transfer_op::send:
+		return "SEND";
+	case transfer_op::fetch_add:
+		return "ATOMIC FETCH_AND_ADD";
+	case transfer_op::cmp_swap:
+		return "ATOMIC CMP_AND_SWP";
+	}
+	return "?";
+}
+
+namespace {
+
+ibv_wr_opcode opcode(transfer_op op)
+{
+	switch (op) {
+	case transfer_op::rdma_write:
+		return IBV_WR_RDMA_WRITE;
+	case transfer_op::rdma_read:
+		return IBV_WR_RDMA_READ;
+	case transfer_op::send:
+		return IBV_WR_SEND;
+	case transfer_op::fetch_add:
+		return IBV_WR_ATOMIC_FETCH_AND_ADD;
+	case transfer_op::cmp_swap:
+		return IBV_WR_ATOMIC_CMP_AND_SWP;
+	}
+	throw std::logic_error("transfer of no kind");
+}
+
+} // namespace
+
+int loopback_qp::post(const ibv_send_wr &wr)
+{
+	ibv_send_wr w = wr;
+	ibv_send_wr *bad = nullptr;
+	return -ibv_post_send(sender_.get(), &w, &bad);
+}
+
+int loopback_qp::wait(int completions, std::chrono::milliseconds timeout)
+{
+	const int64_t deadline = monotonic_raw_ns() +
+				 std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
+	wc_status_ = IBV_WC_SUCCESS;
+	for (int got = 0; got < completions;) {
+		ibv_wc wc{};
+		const int n = ibv_poll_cq(cq_.get(), 1, &wc);
+		if (n < 0)
+			return -EIO;
+		if (n == 1) {
+			got++;
+			if (wc.status != IBV_WC_SUCCESS)
+				wc_status_ = wc.status;
+			continue;
+		}
+		if (monotonic_raw_ns() > deadline)
+			return -ETIMEDOUT;
+		struct timespec pause = {0, 100'000};
+		nanosleep(&pause, nullptr);
+	}
+	return wc_status_ == IBV_WC_SUCCESS ? 0 : -EIO;
+}
+
+int loopback_qp::transfer(const transfer_request &t, std::chrono::milliseconds timeout)
+{
+	ibv_sge sge{};
+	sge.addr = reinterpret_cast<uintptr_t>(t.local);
+	sge.length = uint32_t(t.length);
+	sge.lkey = t.local_mr->lkey;
+	ibv_send_wr wr{};
+	wr.wr_id = 1;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = opcode(t.op);
+	wr.send_flags = IBV_SEND_SIGNALED;
+	const uint64_t remote = reinterpret_cast<uintptr_t>(t.remote);
+	if (t.op == transfer_op::fetch_add || t.op == transfer_op::cmp_swap) {
+		wr.wr.atomic.remote_addr = remote;
+		wr.wr.atomic.rkey = t.remote_mr->rkey;
+		wr.wr.atomic.compare_add = t.compare_add;
+		wr.wr.atomic.swap = t.swap;
+	} else {
+		wr.wr.rdma.remote_addr = remote;
+		wr.wr.rdma.rkey = t.remote_mr->rkey;
+	}
+	if (t.op == transfer_op::send) {
+		ibv_sge rsge{remote, uint32_t(t.length), t.remote_mr->lkey};
+		ibv_recv_wr rwr{};
+		rwr.wr_id = 2;
+		rwr.sg_list = &rsge;
+		rwr.num_sge = 1;
+		ibv_recv_wr *bad = nullptr;
+		if (int err = ibv_post_recv(receiver_.get(), &rwr, &bad))
+			return -err;
+	}
+	if (int ret = post(wr))
+		return ret;
+	return wait(t.op == transfer_op::send ? 2 : 1, timeout);
+}
+
 int loopback_qp::rdma_write(const ibv_mr *local_mr, const void *local, size_t length,
 			    uint64_t remote_addr, uint32_t remote_rkey,
 			    std::chrono::milliseconds timeout)
@@ -186,26 +293,9 @@ int loopback_qp::rdma_write(const ibv_mr *local_mr, const void *local, size_t le
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.wr.rdma.remote_addr = remote_addr;
 	wr.wr.rdma.rkey = remote_rkey;
-	ibv_send_wr *bad = nullptr;
-	if (int err = ibv_post_send(sender_.get(), &wr, &bad))
-		return -err;
-
-	const int64_t deadline = monotonic_raw_ns() +
-				 std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
-	ibv_wc wc{};
-	for (;;) {
-		int n = ibv_poll_cq(cq_.get(), 1, &wc);
-		if (n < 0)
-			return -EIO;
-		if (n == 1)
-			break;
-		if (monotonic_raw_ns() > deadline)
-			return -ETIMEDOUT;
-		struct timespec pause = {0, 100'000};
-		nanosleep(&pause, nullptr);
-	}
-	wc_status_ = wc.status;
-	return wc.status == IBV_WC_SUCCESS ? 0 : -EIO;
+	if (int ret = post(wr))
+		return ret;
+	return wait(1, timeout);
 }
 
 } // namespace pinmatrix

@@ -63,20 +63,47 @@ struct registration {
 registration register_memory(const verbs_device &dev, void *addr, size_t length,
 			     int access = registration_access);
 
+// What one loopback transfer does at its remote end.
+enum class transfer_op {
+	rdma_write,	// local -> remote
+	rdma_read,	// remote -> local
+	send,		// local -> a receive posted on remote
+	fetch_add,	// 8 bytes: remote += add; local gets the old value
+	cmp_swap,	// 8 bytes: remote = swap where it was compare; local gets the old value
+};
+const char *name(transfer_op op);	// "RDMA WRITE", "RDMA READ", "SEND", ...
+
+struct transfer_request {
+	transfer_op op;
+	const ibv_mr *local_mr;
+	void *local;		// [local, local + length) in local_mr
+	size_t length;
+	const ibv_mr *remote_mr;	// its rkey (RDMA, atomics) or lkey (the receive)
+	void *remote;
+	uint64_t compare_add = 0;	// atomics
+	uint64_t swap = 0;
+};
+
 // Two RC queue pairs on one device connected to each other.
 class loopback_qp {
 public:
 	static loopback_qp create(const verbs_device &dev);
 
+	// One transfer from the first queue pair to the second, waited for:
+	// 0 or -errno; -EIO when a completion reports an error (wc_status
+	// holds it), -ETIMEDOUT when none came in time.
+	int transfer(const transfer_request &t, std::chrono::milliseconds timeout);
 	// RDMA WRITE of [local, local + length) (in local_mr) to remote_addr
-	// (in the MR of remote_rkey), waits for its completion. 0 or -errno;
-	// -EIO when the completion reports an error (wc_status holds it).
+	// (in the MR of remote_rkey), waits for its completion.
 	int rdma_write(const ibv_mr *local_mr, const void *local, size_t length,
 		       uint64_t remote_addr, uint32_t remote_rkey,
 		       std::chrono::milliseconds timeout);
 	int last_wc_status() const { return wc_status_; }
 
 private:
+	int post(const ibv_send_wr &wr);
+	int wait(int completions, std::chrono::milliseconds timeout);
+
 	cq_ptr cq_;
 	qp_ptr sender_;
 	qp_ptr receiver_;

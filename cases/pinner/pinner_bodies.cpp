@@ -17,6 +17,7 @@
 
 #include "byte_pattern.hpp"
 #include "give_back.hpp"
+#include "odp_data_path.hpp"
 #include "pinner_cases.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
@@ -194,8 +195,10 @@ json device_write(const verbs_device &dev, const ibv_mr *mr, std::byte *page)
 			  std::all_of(page + offset + n, page + ps, [](std::byte b) { return b == std::byte{0x11}; });
 	if (there && rest)
 		return {{"same", true}, {"detail", what + ", read there by the CPU"}};
+	const std::string where = landed(page, source.data(), n);
 	return {{"same", false},
-		{"detail", what + " " + landed(page, source.data(), n) + " (as the CPU reads the page)"}};
+		{"misplaced", where.starts_with("landed") && !there},
+		{"detail", what + " " + where + " (as the CPU reads the page)"}};
 }
 
 // The same write through an ordinary (pinned) MR on a page of its own: what
@@ -240,6 +243,7 @@ json run_rxe_odp(const pinner_case &c, const page_prober &probe, const body_opti
 	o["after_give_back"] = page_json(probe, probe.probe_page(found->map.addr()));
 	reg.mr.reset();
 	o["device_write"]["control"] = device_write_control(dev);
+	o["data_path"] = odp_data_path(dev, attr.odp_caps.per_transport_caps.rc_odp_caps);
 	o["give_back"]["released"] = give_back_json(give_back_memory(before.pfn, where, expecting_return));
 	return o;
 }

@@ -154,22 +154,28 @@ case_record not_run_case(const pinner_case &c, const std::optional<kernel_versio
 namespace {
 
 // The give-back oracle's answers: with the pin held, and (the control) with
-// it released. An unknown answer, or a control that could not give the
-// memory back either, decides nothing.
+// it released. An unknown answer decides nothing, and neither does a refusal
+// when even the control could not give the memory back.
 void judge_give_back(const expectation &e, const json &o, case_record &r)
 {
-	if (!o.contains("give_back"))
+	if (!o.contains("give_back") || !e.given_back_while_held)
 		return;
 	const auto &g = o["give_back"];
 	const json held = g.value("with_pin_held", json()).value("given_back", json());
 	const json control = g.value("released", json()).value("given_back", json());
-	if (held.is_null() || !e.given_back_while_held || held.get<bool>() == *e.given_back_while_held)
-		return;
-	if (control != json(true)) {
-		r.add_reason("the give-back answer decides nothing: even with the pin released the memory did not "
-			     "go back");
+	if (!held.is_boolean()) {
+		r.undecided("the give-back with the pin held", "the oracle answered no yes or no (" +
+			    g.value("with_pin_held", json()).value("detail", std::string("no answer")) + ")");
 		return;
 	}
+	// Memory that went back decides; a refusal only where the control's went back.
+	if (!held.get<bool>() && control != json(true)) {
+		r.undecided("the give-back with the pin held",
+			    "even with the pin released the memory did not go back");
+		return;
+	}
+	if (held.get<bool>() == *e.given_back_while_held)
+		return;
 	r.outcome = verdict::fail;
 	r.add_reason(std::string("memory ") + (held.get<bool>() ? "given back" : "not given back") +
 		     " with the pin held (expected " + (*e.given_back_while_held ? "given back" : "refused") + ")");
@@ -185,18 +191,96 @@ void judge_device_writes(const json &o, case_record &r)
 		return;
 	const auto &w = o["device_write"];
 	if (w.value("control", json()).value("same", false) != true) {
-		r.add_reason("the device writes decide nothing: the control through an ordinary MR failed (" +
-			     w.value("control", json()).value("detail", std::string("not run")) + ")");
+		r.undecided("the device writes through the on-demand MR",
+			    "the same write through an ordinary MR failed (" +
+				    w.value("control", json()).value("detail", std::string("not run")) + ")");
 		return;
 	}
 	const std::pair<const char *, const char *> writes[] = {{"in_place", "in place"},
 								 {"after_give_back", "after the memory went back"}};
-	for (const auto &[key, when] : writes)
-		if (w.contains(key) && w[key].value("same", false) != true) {
+	for (const auto &[key, when] : writes) {
+		if (!w.contains(key))
+			continue;
+		if (w[key].value("same", false) != true) {
 			r.outcome = verdict::fail;
 			r.add_reason(std::string("device write through the on-demand MR ") + when + ": " +
 				     w[key].value("detail", std::string("?")) + " (through an ordinary MR: " +
 				     w["control"].value("detail", std::string("?")) + ")");
+		}
+	}
+}
+
+// The ODP data path at offsets (odp_data_path.hpp): each transfer decided
+// where its control, the same through an ordinary MR, went right. One the
+// device does not offer (rc_odp_caps) is no check.
+void judge_data_path(const json &o, case_record &r)
+{
+	if (!o.contains("data_path"))
+		return;
+	for (const auto &t : o["data_path"].value("transfers", json::array())) {
+		const std::string what = t.value("transfer", std::string("a transfer"));
+		const json odp = t.value("odp", json::object()), ordinary = t.value("ordinary", json::object());
+		if (odp.value("offered", true) == false)
+			continue;
+		if (ordinary.value("same", false) != true) {
+			r.undecided(what + " through an ODP MR", "the same through an ordinary MR failed (" +
+				    ordinary.value("detail", std::string("not run")) + ")");
+			continue;
+		}
+		if (odp.value("same", false) != true) {
+			r.outcome = verdict::fail;
+			r.add_reason(what + " through an ODP MR: " + odp.value("detail", std::string("?")));
+		}
+	}
+}
+
+// Kernel bugs these cases have found, as data: the pinner, what broke, where,
+// the kernels it was seen on, and its signature in an observation.
+struct kernel_bug {
+	const char *id;
+	const char *case_id;
+	const char *what;
+	const char *where;
+	const char *seen_on;
+	const char *reproducer;
+	bool (*seen)(const json &o);
+};
+
+// Some ODP transfer moved its bytes to or from another offset than asked.
+bool misplaced_through_odp(const json &o)
+{
+	if (o.value("device", std::string()).rfind("rxe", 0) != 0)
+		return false;
+	for (const char *key : {"in_place", "after_give_back"})
+		if (o.value("device_write", json::object()).value(key, json::object()).value("misplaced", false))
+			return true;
+	for (const auto &t : o.value("data_path", json::object()).value("transfers", json::array()))
+		if (t.value("odp", json::object()).value("misplaced", false) &&
+		    t.value("ordinary", json::object()).value("same", false))
+			return true;
+	return false;
+}
+
+const kernel_bug kernel_bugs[] = {
+	{"rxe-odp-offset", "pinner/rxe-odp",
+	 "data moved through an ODP MR lands at (or is read from) the wrong offset in its page",
+	 "drivers/infiniband/sw/rxe/rxe_odp.c: __rxe_odp_mr_copy() copies at the start of its "
+	 "kmap_local_page() mapping, without the offset in the page it computed",
+	 "7.2.13 (Debian 7.2.13+deb14)", "tools/rxe-odp-offset.c", misplaced_through_odp},
+};
+
+// A FAIL whose observation carries a known kernel bug's signature names it.
+void name_kernel_bug(const pinner_case &c, const json &o, case_record &r)
+{
+	if (r.outcome != verdict::fail)
+		return;
+	for (const auto &b : kernel_bugs)
+		if (c.id() == b.case_id && b.seen(o)) {
+			// First: what a reader needs before the evidence.
+			r.reason = std::string("kernel bug ") + b.id + ": " + b.what + " (" + b.where + "; seen on " +
+				   b.seen_on + "; reproducer " + b.reproducer + "); " + r.reason;
+			r.details["kernel_bug"] = {{"id", b.id}, {"what", b.what}, {"where", b.where},
+						   {"seen_on", b.seen_on}, {"reproducer", b.reproducer}};
 		}
 }
 
@@ -229,6 +313,7 @@ void judge_page(const expectation &e, const json &o, case_record &r)
 				     "registration");
 		}
 		judge_device_writes(o, r);
+		judge_data_path(o, r);
 		break;
 	}
 }
@@ -253,6 +338,7 @@ case_record judge_case(const pinner_case &c, const std::optional<kernel_version>
 	}
 	judge_page(e, observation, r);
 	judge_give_back(e, observation, r);
+	name_kernel_bug(c, observation, r);
 	const std::string before = observation.at("before").value("placement", std::string("?"));
 	const std::string after = observation.at("after").value("placement", std::string("?"));
 	(*r.observed)["summary"] = std::string(c.pinner) + " ok; page " + before + " -> " + after;

@@ -90,12 +90,34 @@ TEST(PinnerJudge, FailsARefusedPinAndARefusalTheControlExplains)
 	const auto refused = judge_case(c, k6_12, observed("movable", std::nullopt, 12));
 	EXPECT_EQ(refused.outcome, verdict::fail);
 	EXPECT_NE(refused.reason.find("errno 12"), std::string::npos) << refused.reason;
-	// Moved, but the block stayed busy even once released: decides nothing.
+	// Moved, but the block stayed busy even once released: the give-back
+	// decided nothing, and the case is no PASS.
 	json o = observed("ordinary", false);
 	o["give_back"] = give_back(false, false);
 	const auto busy = judge_case(c, k6_12, o);
-	EXPECT_EQ(busy.outcome, verdict::pass) << busy.reason;
-	EXPECT_NE(busy.reason.find("decides nothing"), std::string::npos) << busy.reason;
+	EXPECT_EQ(busy.outcome, verdict::error) << busy.reason;
+	EXPECT_NE(busy.reason.find("the give-back with the pin held decided nothing"), std::string::npos)
+		<< busy.reason;
+}
+
+// Where a give-back answer is no answer, or a refusal the control shares,
+// the check decided nothing: ERROR, on the version that expects a refusal
+// too (6.1's known gap), never PASS.
+TEST(PinnerJudge, AGiveBackThatDecidedNothingIsAnError)
+{
+	const auto &c = case_by_id("pinner/udmabuf");
+	json unknown = observed("ordinary", std::nullopt);
+	EXPECT_EQ(judge_case(c, k6_12, unknown).outcome, verdict::error);
+	json refused_everywhere = observed("movable", false);
+	refused_everywhere["give_back"] = give_back(false, false);
+	const auto gap = judge_case(c, k6_1, refused_everywhere);
+	EXPECT_EQ(gap.outcome, verdict::error) << gap.reason;
+	refused_everywhere["give_back"] = give_back(false, true);
+	EXPECT_EQ(judge_case(c, k6_1, refused_everywhere).outcome, verdict::pass) << "the control went back";
+	// Memory that went back with the pin held decides, whatever the control.
+	json back = observed("ordinary", true);
+	back["give_back"] = give_back(true, false);
+	EXPECT_EQ(judge_case(c, k6_12, back).outcome, verdict::pass);
 }
 
 TEST(PinnerJudge, OnDemandRegistrationPinsNothing)
@@ -125,9 +147,73 @@ TEST(PinnerJudge, OnDemandRegistrationPinsNothing)
 	EXPECT_NE(misplaced.reason.find("in place: 1024 bytes written by the device at offset 2048 landed at offset 0"),
 		  std::string::npos) << misplaced.reason;
 	o["device_write"]["control"] = lost;
+	o["device_write"]["in_place"] = good;
 	const auto undecided = judge_case(c, k6_12, o);
-	EXPECT_EQ(undecided.outcome, verdict::pass) << undecided.reason;
-	EXPECT_NE(undecided.reason.find("decide nothing"), std::string::npos) << undecided.reason;
+	EXPECT_EQ(undecided.outcome, verdict::error) << undecided.reason;
+	EXPECT_NE(undecided.reason.find("the device writes through the on-demand MR decided nothing"),
+		  std::string::npos) << undecided.reason;
+}
+
+namespace {
+
+json transfer(const std::string &what, const json &ordinary, const json &odp)
+{
+	return {{"transfer", what}, {"ordinary", ordinary}, {"odp", odp}};
+}
+
+const json went_right = {{"same", true}, {"detail", "landed where it was sent"}};
+const json landed_at_0 = {{"same", false}, {"misplaced", true},
+			  {"detail", "per packet at its offset: [2048: landed at 0]"}};
+
+json odp_observation(const json &transfers)
+{
+	json o = observed("movable", true, 0, false);
+	o["device"] = "rxe0";
+	o["data_path"] = {{"transfers", transfers}};
+	return o;
+}
+
+} // namespace
+
+// The ODP data path at offsets: each transfer decided by its control; one
+// whose bytes moved to another offset in the page, on rxe, names the kernel
+// bug first (7.2's __rxe_odp_mr_copy()).
+TEST(PinnerJudge, TheOdpDataPathIsJudgedByItsControlAndNamesTheKernelBug)
+{
+	const auto &c = case_by_id("pinner/rxe-odp");
+	const json fine = odp_observation(json::array({transfer("RDMA READ of 1 KiB at offset 2048", went_right, went_right),
+					   transfer("ATOMIC FETCH_AND_ADD at offset 2056", went_right,
+						    {{"offered", false}, {"detail", "not offered"}})}));
+	EXPECT_EQ(judge_case(c, k6_12, fine).outcome, verdict::pass);
+
+	const auto bug = judge_case(c, k6_12, odp_observation(json::array({transfer("SEND of 1 KiB received at offset 2048",
+									  went_right, landed_at_0)})));
+	EXPECT_EQ(bug.outcome, verdict::fail);
+	EXPECT_EQ(bug.reason.find("kernel bug rxe-odp-offset: "), 0u) << bug.reason;
+	EXPECT_NE(bug.reason.find("__rxe_odp_mr_copy()"), std::string::npos);
+	EXPECT_NE(bug.reason.find("SEND of 1 KiB received at offset 2048 through an ODP MR: per packet at its "
+				  "offset: [2048: landed at 0]"), std::string::npos) << bug.reason;
+	EXPECT_EQ(bug.details.at("kernel_bug").at("id"), "rxe-odp-offset");
+
+	// Another device, or bytes lost rather than moved: a FAIL that names no
+	// rxe function.
+	json other = odp_observation(json::array({transfer("RDMA WRITE of 1 KiB at offset 2048", went_right, landed_at_0)}));
+	other["device"] = "mlx5_0";
+	const auto mlx = judge_case(c, k6_12, other);
+	EXPECT_EQ(mlx.outcome, verdict::fail);
+	EXPECT_EQ(mlx.reason.find("__rxe_odp_mr_copy"), std::string::npos) << mlx.reason;
+	EXPECT_FALSE(mlx.details.contains("kernel_bug"));
+
+	// The control through an ordinary MR failed: that transfer decided
+	// nothing, and the case is no PASS, and no kernel bug is named from it.
+	const json broken = {{"same", false}, {"step", "registration"}, {"detail", "ibv_reg_mr ENOMEM"}};
+	const auto undecided = judge_case(c, k6_12, odp_observation(json::array({transfer("RDMA WRITE of 4 KiB at offset 0",
+										broken, landed_at_0)})));
+	EXPECT_EQ(undecided.outcome, verdict::error) << undecided.reason;
+	EXPECT_NE(undecided.reason.find("RDMA WRITE of 4 KiB at offset 0 through an ODP MR decided nothing: the "
+					"same through an ordinary MR failed (ibv_reg_mr ENOMEM)"),
+		  std::string::npos) << undecided.reason;
+	EXPECT_FALSE(undecided.details.contains("kernel_bug"));
 }
 
 TEST(PinnerJudge, CasesWithoutABodySkipWithTheirReason)
