@@ -327,6 +327,18 @@ static int pm_check_range(u64 addr, u64 npages, u64 max_pages)
 	return 0;
 }
 
+/* The FOLL_* values of the headers this module was built against. */
+static void pm_foll_values(__u32 *foll)
+{
+	foll[PINMATRIX_FOLL_WRITE] = FOLL_WRITE;
+	foll[PINMATRIX_FOLL_GET] = FOLL_GET;
+	foll[PINMATRIX_FOLL_FORCE] = FOLL_FORCE;
+	foll[PINMATRIX_FOLL_LONGTERM] = FOLL_LONGTERM;
+#ifdef FOLL_PIN		/* public where it is a macro; else in mm/internal.h */
+	foll[PINMATRIX_FOLL_PIN] = FOLL_PIN;
+#endif
+}
+
 static long pm_ioctl_info(struct pm_file *pf, void __user *arg)
 {
 	struct pinmatrix_info info = { .size = sizeof(info) };
@@ -339,6 +351,7 @@ static long pm_ioctl_info(struct pm_file *pf, void __user *arg)
 	info.page_size = PAGE_SIZE;
 	info.max_pinned_pages = READ_ONCE(max_pinned_pages);
 	info.pinned_pages = READ_ONCE(pf->pinned_pages);
+	pm_foll_values(info.foll);
 	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 

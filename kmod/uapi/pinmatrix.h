@@ -20,8 +20,9 @@
 /*
  * 2: PINMATRIX_PAGE_LONGTERM_PINNABLE means something only with
  * PINMATRIX_PAGE_PINNABLE_KNOWN; a probe no longer reads page tables.
+ * 3: struct pinmatrix_pin.pinned. 4: struct pinmatrix_info.foll.
  */
-#define PINMATRIX_ABI_VERSION	3
+#define PINMATRIX_ABI_VERSION	4
 
 /* Zone of a page: the kernel's zone, folded into a stable numbering. */
 enum pinmatrix_zone {
@@ -83,6 +84,21 @@ struct pinmatrix_page {
 	__u32 refcount;		/* page refcount, less the probe's own reference */
 };
 
+/*
+ * struct pinmatrix_info.foll: the GUP flags whose values a trace's gup_flags
+ * are decoded by, as the headers the module was built against define them
+ * (0: not public in them; kernels that made them an enum have all of them,
+ * internal ones too, in their BTF).
+ */
+enum pinmatrix_foll {
+	PINMATRIX_FOLL_WRITE,
+	PINMATRIX_FOLL_GET,
+	PINMATRIX_FOLL_FORCE,
+	PINMATRIX_FOLL_LONGTERM,
+	PINMATRIX_FOLL_PIN,
+	PINMATRIX_FOLL_SLOTS = 8
+};
+
 struct pinmatrix_info {
 	__u32 size;			/* in: sizeof(struct pinmatrix_info) */
 	__u32 abi_version;		/* out: PINMATRIX_ABI_VERSION */
@@ -90,6 +106,7 @@ struct pinmatrix_info {
 	__u32 page_size;		/* out: PAGE_SIZE */
 	__u64 max_pinned_pages;		/* out: per-file cap (module parameter) */
 	__u64 pinned_pages;		/* out: pages this file holds now (pins given out) */
+	__u32 foll[PINMATRIX_FOLL_SLOTS];	/* out: by enum pinmatrix_foll */
 };
 
 /* struct pinmatrix_probe.flags */

@@ -332,6 +332,7 @@ path_inputs path_inputs_of(const case_telemetry::pending &p, const trace_session
 	in.before = first_page(p.before);
 	in.after = first_page(p.after);
 	in.kernel_release = trace ? trace->kernel_release() : "";
+	in.foll = running_foll_table();
 	in.swp_pfn_bits = trace ? trace->swp_pfn_bits() : 0;
 	in.missing_roles = missing;
 	for (const auto &pin : p.before.module_pins)
@@ -440,6 +441,7 @@ json trace_info_json(const std::vector<trace_event> &events, bool traced, const 
 		path_inputs in;
 		in.api = "the first pin";
 		in.kernel_release = trace->kernel_release();
+		in.foll = running_foll_table();
 		in.swp_pfn_bits = trace->swp_pfn_bits();
 		in.missing_roles = missing;
 		for (const auto &e : others)

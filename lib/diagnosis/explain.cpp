@@ -635,6 +635,7 @@ std::optional<diagnosis> diagnose(const seen_registration &r, size_t index, cons
 	path_inputs in;
 	in.err = d.err;
 	in.kernel_release = trace.kernel_release();
+	in.foll = running_foll_table();
 	in.swp_pfn_bits = trace.swp_pfn_bits();
 	in.missing_roles = trace.missing_roles();
 	for (const auto &p : d.pages)

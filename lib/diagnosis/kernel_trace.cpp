@@ -326,52 +326,6 @@ std::optional<int> return_errno(const trace_event &e, const std::string &key)
 	return std::nullopt;
 }
 
-namespace {
-
-struct foll_bit {
-	uint32_t bit;
-	const char *name;
-};
-
-// include/linux/mm.h of 6.1 (FOLL_PIN is internal: mm/internal.h).
-constexpr foll_bit foll_6_1[] = {
-	{0x01, "FOLL_WRITE"},	     {0x02, "FOLL_TOUCH"},	   {0x04, "FOLL_GET"},
-	{0x08, "FOLL_DUMP"},	     {0x10, "FOLL_FORCE"},	   {0x20, "FOLL_NOWAIT"},
-	{0x80, "FOLL_NOFAULT"},	     {0x100, "FOLL_HWPOISON"},	   {0x400, "FOLL_MIGRATION"},
-	{0x800, "FOLL_TRIED"},	     {0x2000, "FOLL_REMOTE"},	   {0x8000, "FOLL_ANON"},
-	{0x10000, "FOLL_LONGTERM"},  {0x20000, "FOLL_SPLIT_PMD"},  {0x40000, "FOLL_PIN"},
-	{0x80000, "FOLL_FAST_ONLY"}, {0x100000, "FOLL_PCI_P2PDMA"}, {0x200000, "FOLL_INTERRUPTIBLE"},
-};
-
-bool is_6_1(std::string_view release)
-{
-	return release.rfind("6.1.", 0) == 0 || release.rfind("6.1-", 0) == 0 || release == "6.1";
-}
-
-} // namespace
-
-std::optional<std::string> foll_flags_text(uint32_t flags, std::string_view kernel_release)
-{
-	if (!is_6_1(kernel_release))
-		return std::nullopt;
-	std::string out;
-	uint32_t left = flags;
-	for (const auto &b : foll_6_1)
-		if (flags & b.bit) {
-			out += (out.empty() ? "" : "|") + std::string(b.name);
-			left &= ~b.bit;
-		}
-	if (left)
-		out += (out.empty() ? "" : "|") + hex(left);
-	return out.empty() ? "0" : out;
-}
-
-bool foll_longterm_set(uint32_t flags, std::string_view kernel_release, bool &known)
-{
-	known = is_6_1(kernel_release);
-	return known && (flags & 0x10000);
-}
-
 std::optional<uint64_t> migration_pte_pfn(uint64_t pte, int swp_pfn_bits)
 {
 	if (swp_pfn_bits <= 0 || swp_pfn_bits > 50)
@@ -585,21 +539,20 @@ void path_builder::request()
 		p_.gup_reached = true;
 		std::string flags_text;
 		if (auto f = hex_field(*pupf_, "gup_flags")) {
-			bool known = false;
-			const bool lt = foll_longterm_set(uint32_t(*f), in_.kernel_release, known);
-			if (known)
-				p_.longterm_flag = lt;
-			auto names = foll_flags_text(uint32_t(*f), in_.kernel_release);
-			flags_text = names ? *names : "gup_flags " + hex(*f) + " (not decoded for " + in_.kernel_release + ")";
+			p_.longterm_flag = in_.foll.longterm(uint32_t(*f));
+			auto names = in_.foll.text(uint32_t(*f));
+			flags_text = names ? *names : "gup_flags " + hex(*f) + " (not decoded: this kernel's FOLL_* "
+								       "values are in neither its BTF nor pinmatrix.ko)";
 		}
 		std::string call = "pin_user_pages_fast(";
 		if (auto n = pupf_->number("nr_pages"))
 			call += plural(*n, "page", "pages");
 		call += (flags_text.empty() ? "" : ", " + flags_text) + ")";
-		const bool requested = p_.longterm_flag.value_or(true);
-		add(0, std::string(requested ? "long-term pin requested" : "pin requested WITHOUT FOLL_LONGTERM") + ": " +
-			       (umem.empty() ? "" : umem + " -> ") + call,
-		    "trace");
+		// Unknown is said as unknown: never a long-term pin by default.
+		const char *requested = !p_.longterm_flag ? "pin requested (FOLL_LONGTERM undecoded)"
+				       : *p_.longterm_flag ? "long-term pin requested"
+							   : "pin requested WITHOUT FOLL_LONGTERM";
+		add(0, std::string(requested) + ": " + (umem.empty() ? "" : umem + " -> ") + call, "trace");
 	} else if (p_.umem_called && !in_.missing("pin_user_pages_fast")) {
 		p_.gup_reached = false;
 		add(0, "no long-term pin requested: " + umem_or_name +

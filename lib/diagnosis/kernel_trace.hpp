@@ -39,6 +39,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "foll_flags.hpp"
+
 namespace pinmatrix {
 
 struct trace_event {
@@ -83,10 +85,6 @@ std::vector<trace_event> events_outside_registrations(const std::vector<trace_ev
 // (-4095..-1), nullopt for a pointer or a count.
 std::optional<int> return_errno(const trace_event &e, const std::string &key = "ret");
 
-// FOLL_* names of gup_flags for the kernel release, as far as this file
-// knows the numbering (6.1: include/linux/mm.h); nullopt when unknown.
-std::optional<std::string> foll_flags_text(uint32_t flags, std::string_view kernel_release);
-bool foll_longterm_set(uint32_t flags, std::string_view kernel_release, bool &known);
 
 // The source PFN of a migration entry PTE as set_migration_pte prints it
 // (x86-64: the swap entry's offset, stored inverted), for a kernel whose
@@ -112,6 +110,7 @@ struct path_inputs {
 	std::optional<path_page> after;		// and as it ended
 	std::vector<std::string> existing_pins;	// "pinmatrix module FOLL_PIN pin #1", "maybe_dma_pinned"
 	std::string kernel_release;
+	foll_table foll;			// its FOLL_* values (foll_flags.hpp); empty: not decoded
 	int swp_pfn_bits = 0;
 	// Probe roles the session could not set up on this kernel: their
 	// absence from the events says nothing.

@@ -29,6 +29,7 @@
 #include <gtest/gtest.h>
 
 #include "capability.hpp"
+#include "foll_flags.hpp"
 #include "kernel_info.hpp"
 #include "kernel_log.hpp"
 #include "mapping.hpp"
@@ -111,6 +112,29 @@ TEST_F(Module, InfoReportsAbiAndMethod)
 	EXPECT_EQ(info.page_size, page_size());
 	EXPECT_EQ(info.mt_method, unsigned(PINMATRIX_MT_METHOD_PAGEBLOCK_BITMAP));
 	EXPECT_EQ(info.pinned_pages, 0u);
+}
+
+// The FOLL_* values of the headers the module was built against: one bit
+// each, distinct; where the kernel's BTF has them too (FOLL_* an enum), the
+// same. The trace's gup_flags are decoded by these (lib/diagnosis/foll_flags).
+TEST_F(Module, InfoReportsThisKernelsFollValues)
+{
+	const auto info = module.info();
+	uint32_t seen = 0;
+	for (int i : {PINMATRIX_FOLL_WRITE, PINMATRIX_FOLL_GET, PINMATRIX_FOLL_FORCE, PINMATRIX_FOLL_LONGTERM}) {
+		const uint32_t v = info.foll[i];
+		EXPECT_NE(v, 0u) << "slot " << i;
+		EXPECT_EQ(v & (v - 1), 0u) << "slot " << i << ": one bit";
+		EXPECT_EQ(seen & v, 0u) << "slot " << i << ": a bit another flag has";
+		seen |= v;
+	}
+	const foll_table t = running_foll_table();
+	ASSERT_FALSE(t.bits.empty()) << "neither the BTF nor the module gave FOLL_* values";
+	const char *const names[] = {"FOLL_WRITE", "FOLL_GET", "FOLL_FORCE", "FOLL_LONGTERM", "FOLL_PIN"};
+	for (int i = 0; i < 5; i++)
+		if (info.foll[i] && t.value_of(names[i]))
+			EXPECT_EQ(*t.value_of(names[i]), info.foll[i]) << names[i] << ": BTF and headers disagree";
+	EXPECT_EQ(t.longterm(info.foll[PINMATRIX_FOLL_LONGTERM]), true) << t.source;
 }
 
 TEST_F(Module, ProbeDescribesPresentPages)

@@ -26,12 +26,21 @@ std::string fixture(const std::string &name)
 	return s.str();
 }
 
+// What pinmatrix.ko built against 6.1's headers reports (its INFO's foll).
+foll_table foll_of_6_1()
+{
+	return {{{0x1, "FOLL_WRITE"}, {0x4, "FOLL_GET"}, {0x10, "FOLL_FORCE"}, {0x10000, "FOLL_LONGTERM"},
+		 {0x40000, "FOLL_PIN"}},
+		"pinmatrix.ko (the headers it was built against)"};
+}
+
 // The probes' view of the page in each fixture (what the guest recorded).
 path_inputs inputs(int err, uint64_t pfn, bool pinned)
 {
 	path_inputs in;
 	in.err = err;
 	in.kernel_release = "6.1.0-57-amd64";
+	in.foll = foll_of_6_1();
 	in.swp_pfn_bits = 34;
 	in.before = path_page{pfn, "Movable", "Movable", false};
 	if (pinned)
@@ -115,16 +124,64 @@ TEST(KernelTrace, ReturnValuesPointersAndErrnos)
 	EXPECT_EQ(return_errno(e), 11);
 }
 
-TEST(KernelTrace, FollFlagsOf61AndMigrationEntryPfns)
+// A BTF blob as the kernel's: a header, an int, a struct, then the enum of
+// FOLL_* (6.12 on), each member a name offset and a value.
+std::vector<std::byte> btf_with_foll()
 {
-	EXPECT_EQ(foll_flags_text(0x10001, "6.1.0-57-amd64"), "FOLL_WRITE|FOLL_LONGTERM");
-	EXPECT_EQ(foll_flags_text(0x50001, "6.1.192-pinmatrix"), "FOLL_WRITE|FOLL_LONGTERM|FOLL_PIN");
-	EXPECT_EQ(foll_flags_text(0x1, "6.1.0-57-amd64"), "FOLL_WRITE");
-	// Renumbered in later kernels: not decoded rather than decoded wrong.
-	EXPECT_FALSE(foll_flags_text(0x10001, "6.12.9-amd64"));
-	bool known = true;
-	EXPECT_FALSE(foll_longterm_set(0x100, "6.12.9-amd64", known));
-	EXPECT_FALSE(known);
+	std::vector<uint32_t> types, strings_offsets;
+	std::string strings(1, '\0');
+	auto str = [&](const std::string &n) {
+		const auto off = uint32_t(strings.size());
+		strings += n + '\0';
+		return off;
+	};
+	auto type = [&](uint32_t name, uint32_t kind, uint32_t vlen, uint32_t size) {
+		types.insert(types.end(), {name, (kind << 24) | vlen, size});
+	};
+	type(str("int"), 1, 0, 4);
+	types.push_back(0x01000020);	// its encoding word
+	type(str("page"), 4, 1, 8);
+	types.insert(types.end(), {str("flags"), 1, 0});	// one member
+	type(0, 6, 3, 4);		// the anonymous enum
+	types.insert(types.end(), {str("FOLL_WRITE"), 0x1, str("FOLL_LONGTERM"), 0x100, str("FOLL_PIN"), 0x80000});
+	type(str("other"), 19, 1, 8);	// an ENUM64, no FOLL_ member
+	types.insert(types.end(), {str("OTHER"), 1, 0});
+	const uint32_t hdr = 24, type_len = uint32_t(types.size() * 4);
+	std::vector<uint32_t> header = {0x0001eB9F, hdr, 0, type_len, type_len, uint32_t(strings.size())};
+	std::vector<std::byte> out(hdr + type_len + strings.size());
+	std::memcpy(out.data(), header.data(), hdr);
+	std::memcpy(out.data() + hdr, types.data(), type_len);
+	std::memcpy(out.data() + hdr + type_len, strings.data(), strings.size());
+	return out;
+}
+
+// gup_flags by the running kernel's own values: its BTF's enum, or the
+// module's, never a version number; nothing known, nothing decoded.
+TEST(KernelTrace, FollFlagsByTheKernelsOwnValuesAndMigrationEntryPfns)
+{
+	const auto module = foll_of_6_1();
+	EXPECT_EQ(module.text(0x10001), "FOLL_WRITE|FOLL_LONGTERM");
+	EXPECT_EQ(module.text(0x50001), "FOLL_WRITE|FOLL_LONGTERM|FOLL_PIN");
+	EXPECT_EQ(module.text(0x200001), "FOLL_WRITE|0x200000") << "a bit it has no name for, in hex";
+	EXPECT_EQ(module.longterm(0x10000), true);
+	EXPECT_EQ(module.longterm(0x1), false);
+
+	const auto blob = btf_with_foll();
+	const foll_table btf = foll_from_btf(blob);
+	ASSERT_EQ(btf.bits.size(), 3u);
+	EXPECT_EQ(btf.value_of("FOLL_LONGTERM"), 0x100u);
+	EXPECT_EQ(btf.text(0x101), "FOLL_WRITE|FOLL_LONGTERM");
+	EXPECT_EQ(btf.longterm(0x10000), false) << "6.1's FOLL_LONGTERM is not this kernel's";
+	auto cut = blob;
+	cut.resize(40);
+	EXPECT_THROW(foll_from_btf(cut), std::runtime_error);
+	auto wrong = blob;
+	wrong[0] = std::byte{0};
+	EXPECT_THROW(foll_from_btf(wrong), std::runtime_error);
+
+	const foll_table unknown;
+	EXPECT_FALSE(unknown.text(0x10001));
+	EXPECT_FALSE(unknown.longterm(0x10001));
 
 	// Case A of the fixture: the module probed PFN 0x22477 before, 0x6b31 after.
 	EXPECT_EQ(migration_pte_pfn(0xefffe7fffbb71002ULL, 34), 0x22477u);
@@ -216,6 +273,7 @@ TEST(KernelTrace, CaseC_FirstPinDeclaresLongTermAndMigratesSoTheRegistrationDoes
 	path_inputs first;
 	first.api = "the first pin";
 	first.kernel_release = "6.1.0-57-amd64";
+	first.foll = foll_of_6_1();
 	first.swp_pfn_bits = 34;
 	const auto fp = reconstruct_path(events_outside_registrations(all, reg.front().pid), first);
 	EXPECT_EQ(fp.longterm_flag, true);
@@ -280,8 +338,19 @@ TEST(KernelTrace, CaseB_TheFirstPinAskedForNoPlacementCheck)
 	path_inputs first;
 	first.api = "the first pin";
 	first.kernel_release = "6.1.0-57-amd64";
+	first.foll = foll_of_6_1();
 	const auto fp = reconstruct_path(events_outside_registrations(all, all.front().pid), first);
 	EXPECT_EQ(fp.longterm_flag, false);
 	EXPECT_FALSE(fp.migration_attempted);
 	EXPECT_EQ(fp.one_line(), "pin requested WITHOUT FOLL_LONGTERM / no placement check / success") << fp.text();
+
+	// Where this kernel's FOLL_* values are unknown, the module's short-term
+	// first pin is not called long-term: undecoded, said so.
+	first.foll = {};
+	const auto undecoded = reconstruct_path(events_outside_registrations(all, all.front().pid), first);
+	EXPECT_FALSE(undecoded.longterm_flag.has_value());
+	EXPECT_EQ(undecoded.one_line().rfind("pin requested (FOLL_LONGTERM undecoded)", 0), 0u)
+		<< undecoded.text();
+	EXPECT_NE(undecoded.text().find("not decoded: this kernel's FOLL_* values are in neither its BTF nor "
+					"pinmatrix.ko"), std::string::npos) << undecoded.text();
 }
