@@ -229,6 +229,25 @@ std::string pages_problem(const backing_case &c, const json &after, size_t pages
 	return "";
 }
 
+// A row of fresh pages: that none landed in restricted memory shows
+// something only where the control's fresh pages (no pin) did land there.
+// No control is a step that failed; a control with none there is this
+// machine's allocator, which never went there: a SKIP with why.
+void judge_control(const backing_case &c, const json &observation, case_record &r)
+{
+	if (c.after != pages_after::fresh_private || r.outcome != verdict::pass)
+		return;
+	if (!observation.contains("control_fresh_pages")) {
+		r.undecided("none in restricted memory", "no control of where fresh pages land without a pin");
+		return;
+	}
+	if (!observation["control_fresh_pages"].at("restricted").get<size_t>()) {
+		r.outcome = verdict::skip;
+		r.add_reason("the control's fresh pages (no pin) landed in no restricted memory either: that the "
+			     "pin's landed outside it shows nothing here");
+	}
+}
+
 } // namespace
 
 case_record not_run_case(const backing_case &c, verdict v, const std::string &reason,
@@ -291,6 +310,7 @@ case_record judge_case(const backing_case &c, const json &observation, const std
 		r.add_reason("the probe cannot place some of the registered pages (" +
 			     observation.value("probe", std::string("?")) + "): whether any stayed is unknown");
 	}
+	judge_control(c, observation, r);
 	return r;
 }
 

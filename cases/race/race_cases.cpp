@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <barrier>
 #include <optional>
 #include <stdexcept>
@@ -121,7 +122,20 @@ struct round_result {
 	std::optional<int> mlock_err;	// of the mlock()ing thread, where there is one
 	size_t left_restricted = 0;	// pages of the buffer still in restricted memory after all
 	size_t pinned_restricted = 0;	// of those, the module says maybe DMA-pinned (module probe only)
+	size_t unplaced = 0;		// pages the probe could not place (absent, unreadable pageblock)
 };
+
+// A page the probe cannot tell in or out of restricted memory: absent, or
+// unknown where CMA is (a CMA pageblock may lie in any zone); a page of a
+// known zone other than ZONE_MOVABLE has left ZONE_MOVABLE.
+bool unplaced(const pinmatrix_page &p, placement restricted)
+{
+	if (!(p.flags & PINMATRIX_PAGE_PRESENT))
+		return true;
+	if (classify(p))
+		return false;
+	return restricted == placement::cma || p.zone == PINMATRIX_ZONE_UNKNOWN;
+}
 
 round_result race_round(const race_case &c, const page_prober &probe, const body_options &opt,
 			std::vector<std::unique_ptr<second_pinner>> &pinners)
@@ -147,11 +161,13 @@ round_result race_round(const race_case &c, const page_prober &probe, const body
 	for (unsigned t = c.threads; t-- > 0;)
 		if (!pinners[t])
 			r.errnos.erase(r.errnos.begin() + t);
-	for (const auto &p : probe.probe_pages(buf.addr(), c.pages))
+	for (const auto &p : probe.probe_pages(buf.addr(), c.pages)) {
+		r.unplaced += unplaced(p, opt.restricted);
 		if (classify(p) == opt.restricted) {
 			r.left_restricted++;
 			r.pinned_restricted += (p.flags & PINMATRIX_PAGE_MAYBE_DMA_PINNED) != 0;
 		}
+	}
 	for (auto &p : pinners)
 		if (p)
 			p->release();
@@ -172,7 +188,8 @@ json run_case(const race_case &c, const page_prober &probe, const body_options &
 		const round_result r = race_round(c, probe, opt, pinners);
 		json round = {{"errnos", r.errnos},
 			      {"pages_left_restricted", r.left_restricted},
-			      {"pages_left_restricted_and_pinned", r.pinned_restricted}};
+			      {"pages_left_restricted_and_pinned", r.pinned_restricted},
+			      {"pages_unplaced", r.unplaced}};
 		if (r.mlock_err)
 			round["mlock_errno"] = *r.mlock_err;
 		rounds.push_back(round);
@@ -213,6 +230,45 @@ case_record not_run_case(const race_case &c, verdict v, const std::string &reaso
 	return r;
 }
 
+namespace {
+
+// A row whose pins race an mlock(): a round whose mlock() failed (or said
+// nothing) put no page in a per-CPU mlock batch.
+void judge_mlock(const race_case &c, const json &rounds, case_record &r)
+{
+	if (std::string(c.pinners) != "mlock+ibv_reg_mr")
+		return;
+	size_t failed = 0;
+	std::string first;
+	for (const auto &round : rounds)
+		if (!round.contains("mlock_errno") || round["mlock_errno"] != 0) {
+			if (!failed++)
+				first = round.contains("mlock_errno") ? errno_name(round["mlock_errno"].get<int>())
+								      : std::string("no mlock_errno");
+		}
+	if (failed)
+		r.undecided("the race with an mlock batch", "mlock() failed in " + std::to_string(failed) + " of " +
+								    std::to_string(rounds.size()) + " rounds (" + first + ")");
+}
+
+// A round whose pin succeeded with pages the probe could not place: none
+// of those is known to have left restricted memory.
+void judge_unplaced(const json &rounds, case_record &r)
+{
+	for (size_t i = 0; i < rounds.size(); i++) {
+		const auto &round = rounds[i];
+		const auto errnos = round.at("errnos").get<std::vector<int>>();
+		const size_t unplaced = round.at("pages_unplaced");
+		if (unplaced && std::count(errnos.begin(), errnos.end(), 0)) {
+			r.undecided("no success in place", "round " + std::to_string(i + 1) + ": the probe cannot place " +
+								   std::to_string(unplaced) + " of the buffer's pages");
+			return;
+		}
+	}
+}
+
+} // namespace
+
 case_record judge_case(const race_case &c, const json &observation)
 {
 	case_record r = not_run_case(c, verdict::pass, "");
@@ -242,6 +298,8 @@ case_record judge_case(const race_case &c, const json &observation)
 		r.add_reason("no racing pin succeeded in any round (all refused: ENOMEM is legal, but nothing "
 			     "was left to check)");
 	}
+	judge_unplaced(rounds, r);
+	judge_mlock(c, rounds, r);
 	if (rounds.size() != c.rounds) {
 		r.outcome = verdict::error;
 		r.add_reason(std::to_string(rounds.size()) + " of " + std::to_string(c.rounds) + " rounds ran");

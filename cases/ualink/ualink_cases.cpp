@@ -88,6 +88,16 @@ bool case_context::expect(const std::string &what, bool ok, const std::string &w
 	return ok;
 }
 
+void case_context::undecided(const std::string &what, const std::string &why)
+{
+	undecided_.push_back({{"what", what}, {"why", why}});
+}
+
+void case_context::unmet(const std::string &what, const std::string &why)
+{
+	unmet_.push_back({{"what", what}, {"why", why}});
+}
+
 json case_context::observation() const
 {
 	json checks = json::array();
@@ -104,6 +114,10 @@ json case_context::observation() const
 	else if (s.empty())
 		s = std::to_string(checks_.size()) + (checks_.size() == 1 ? " check ok" : " checks ok");
 	json o = {{"summary", s}, {"checks", checks}, {"facts", facts}};
+	if (!undecided_.empty())
+		o["undecided"] = undecided_;
+	if (!unmet_.empty())
+		o["unmet"] = unmet_;
 	if (latency_ns)
 		o["latency_ns"] = *latency_ns;
 	return o;
@@ -134,6 +148,26 @@ json run_case(const case_def &def)
 	return {{"observation", o}};
 }
 
+namespace {
+
+// The checks the body could not make: one a failed step kept from deciding
+// is no PASS (ERROR unless a check FAILed); one this machine has no oracle
+// for turns what would be a PASS into a SKIP with why.
+void judge_undecided(const json &observation, case_record &r)
+{
+	for (const auto &u : observation.value("undecided", json::array()))
+		r.undecided(u.at("what").get<std::string>(), u.at("why").get<std::string>());
+	for (const auto &u : observation.value("unmet", json::array())) {
+		if (r.outcome == verdict::pass)
+			r.outcome = verdict::skip;
+		if (r.outcome == verdict::skip)
+			r.add_reason(u.at("what").get<std::string>() + " cannot be checked here: " +
+				     u.at("why").get<std::string>());
+	}
+}
+
+} // namespace
+
 case_record judge_case(const case_def &def, const json &observation)
 {
 	std::vector<std::string> failed;
@@ -153,6 +187,7 @@ case_record judge_case(const case_def &def, const json &observation)
 			reason += (reason.empty() ? "" : "; ") + f;
 	}
 	case_record r = not_run_case(def, v, reason);
+	judge_undecided(observation, r);
 	r.observed = observation;
 	if (observation.contains("latency_ns"))
 		r.latency_ns = observation["latency_ns"].get<int64_t>();

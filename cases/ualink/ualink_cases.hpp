@@ -97,6 +97,12 @@ public:
 	bool expect_value(const std::string &what, std::string_view key, int64_t got);
 	// A property with no number in the table.
 	bool expect(const std::string &what, bool ok, const std::string &want, const std::string &got);
+	// A check the case owns that a failed step (a log that could not be
+	// read, a reset that never happened) kept from deciding: no PASS.
+	void undecided(const std::string &what, const std::string &why);
+	// A check this machine cannot make (no oracle for it here): a SKIP
+	// with why, unless another check failed or decided nothing.
+	void unmet(const std::string &what, const std::string &why);
 
 	nlohmann::json facts = nlohmann::json::object();
 	std::optional<int64_t> latency_ns;	// export or import, when the case measures it
@@ -106,6 +112,8 @@ public:
 
 private:
 	std::vector<check> checks_;
+	nlohmann::json undecided_ = nlohmann::json::array();	// {what, why}
+	nlohmann::json unmet_ = nlohmann::json::array();	// {what, why}
 };
 
 // In the case's child process: {"observation": ...}; throws unmet_need for

@@ -66,8 +66,26 @@ TEST(BackingJudge, PassesWhatACorrectKernelShows)
 	EXPECT_EQ(judge_case(case_by_id("backing/anon-thp"), moved(512), v6_1).outcome, verdict::pass);
 	const json refused = observation(EFAULT, 1, counts(1, 0), counts(1, 0));
 	EXPECT_EQ(judge_case(case_by_id("backing/file-shared-writable"), refused, v6_12).outcome, verdict::pass);
-	const json fresh = observation(0, 16, counts(0, 0, 16), counts(0, 16));
+	json fresh = observation(0, 16, counts(0, 0, 16), counts(0, 16));
+	fresh["control_fresh_pages"] = counts(16, 0);
 	EXPECT_EQ(judge_case(case_by_id("backing/zero-page"), fresh, v6_1).outcome, verdict::pass);
+}
+
+// Fresh pages outside restricted memory show something only where the
+// control's fresh pages, with no pin, landed in it.
+TEST(BackingJudge, FreshPagesWithoutAControlThatWentThereDecideNothing)
+{
+	json fresh = observation(0, 16, counts(0, 0, 0, 16), counts(0, 16));
+	auto r = judge_case(case_by_id("backing/unpopulated"), fresh, v6_12);
+	EXPECT_EQ(r.outcome, verdict::error);
+	EXPECT_NE(r.reason.find("none in restricted memory decided nothing: no control"), std::string::npos)
+		<< r.reason;
+	fresh["control_fresh_pages"] = counts(0, 16);
+	r = judge_case(case_by_id("backing/unpopulated"), fresh, v6_12);
+	EXPECT_EQ(r.outcome, verdict::skip);
+	EXPECT_NE(r.reason.find("landed in no restricted memory either"), std::string::npos) << r.reason;
+	fresh["control_fresh_pages"] = counts(12, 4);
+	EXPECT_EQ(judge_case(case_by_id("backing/unpopulated"), fresh, v6_12).outcome, verdict::pass);
 }
 
 TEST(BackingJudge, FailsASuccessInPlace)

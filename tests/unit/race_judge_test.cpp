@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0
+// cases/race: the judge on hand-built observations. It passes racing pins
+// that left no page in restricted memory, fails one that succeeded in
+// place, and passes nothing a failed step kept from deciding: an mlock()
+// that put no page in a batch, pages the probe could not place.
+
+#include <gtest/gtest.h>
+
+#include "race_cases.hpp"
+
+using namespace pinmatrix;
+using namespace pinmatrix::race_cases;
+using nlohmann::json;
+
+namespace {
+
+// Every round of c: its pins succeeded, none of its pages left behind.
+json correct(const race_case &c)
+{
+	const bool mlocks = std::string(c.pinners) == "mlock+ibv_reg_mr";
+	json round = {{"errnos", std::vector<int>(c.threads - mlocks, 0)},
+		      {"pages_left_restricted", 0},
+		      {"pages_left_restricted_and_pinned", 0},
+		      {"pages_unplaced", 0}};
+	if (mlocks)
+		round["mlock_errno"] = 0;
+	json rounds = json::array();
+	for (unsigned i = 0; i < c.rounds; i++)
+		rounds.push_back(round);
+	return {{"rounds", rounds}, {"probe", "module"}, {"placement", "movable"}, {"cpus", 2}};
+}
+
+} // namespace
+
+TEST(RaceJudge, PassesWhatACorrectKernelShowsAndFailsASuccessInPlace)
+{
+	for (const auto &c : case_table()) {
+		auto r = judge_case(c, correct(c));
+		EXPECT_EQ(r.outcome, verdict::pass) << c.id() << ": " << r.reason;
+		json o = correct(c);
+		o["rounds"][3]["pages_left_restricted"] = 5;
+		r = judge_case(c, o);
+		EXPECT_EQ(r.outcome, verdict::fail) << c.id();
+		EXPECT_NE(r.reason.find("succeeded in place"), std::string::npos) << r.reason;
+	}
+}
+
+TEST(RaceJudge, AnMlockThatFailedDecidesNothingAboutTheBatch)
+{
+	const auto &c = case_by_id("race/mlock-batch-reg-mr");
+	json o = correct(c);
+	o["rounds"][0]["mlock_errno"] = ENOMEM;
+	auto r = judge_case(c, o);
+	EXPECT_EQ(r.outcome, verdict::error);
+	EXPECT_NE(r.reason.find("the race with an mlock batch decided nothing: mlock() failed in 1 of 20 rounds"),
+		  std::string::npos)
+		<< r.reason;
+	o = correct(c);
+	o["rounds"][7].erase("mlock_errno");
+	EXPECT_EQ(judge_case(c, o).outcome, verdict::error);
+	// A success in place stands as the FAIL it is.
+	o["rounds"][2]["pages_left_restricted"] = 1;
+	EXPECT_EQ(judge_case(c, o).outcome, verdict::fail);
+}
+
+TEST(RaceJudge, PagesTheProbeCouldNotPlaceDecideNothing)
+{
+	const auto &c = case_by_id("race/reg-mr-same-buffer");
+	json o = correct(c);
+	o["rounds"][4]["pages_unplaced"] = 3;
+	const auto r = judge_case(c, o);
+	EXPECT_EQ(r.outcome, verdict::error);
+	EXPECT_NE(r.reason.find("no success in place decided nothing: round 5"), std::string::npos) << r.reason;
+}
