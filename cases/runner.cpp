@@ -21,6 +21,7 @@
 #include <set>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -95,6 +96,9 @@ struct kernel_knob {
 const kernel_knob kernel_knobs[] = {
 	{"kernel-hang-at", &fault_plan::kernel_hang_at, "/sys/module/pinmatrix/parameters/stall_pin_until_killed",
 	 "'s pin stalls in the kernel until killed"},
+	{"kernel-hang-in-thread-at", &fault_plan::kernel_hang_in_thread_at,
+	 "/sys/module/pinmatrix/parameters/stall_pin_until_killed",
+	 "'s pin stalls in the kernel, in a thread of its own, until killed"},
 	{"kernel-spin-at", &fault_plan::kernel_spin_at, "/sys/module/pinmatrix/parameters/spin_pin_until_killed",
 	 "'s pin spins in the kernel until killed"},
 	{"kernel-oops-at", &fault_plan::kernel_oops_at, "/sys/module/pinmatrix/parameters/oops_in_pin",
@@ -202,16 +206,22 @@ json dump_block(const std::vector<std::string> &log, const std::string &head, co
 	return lines;
 }
 
+// A sleeping task's (or thread's) kernel stack, its frames without their
+// "[<0>] " prefix.
+json kernel_stack(pid_t tid)
+{
+	json stack = json::array();
+	std::istringstream st(read_or_empty("/proc/" + std::to_string(tid) + "/stack"));
+	for (std::string l; std::getline(st, l);)
+		stack.push_back(l.substr(l.find(']') == std::string::npos ? 0 : l.find(']') + 2));
+	return stack;
+}
+
 // A task asleep in the kernel: its kernel stack and its entry in the dump
 // of blocked tasks (sysrq 'w': "task:COMM state:D stack:N pid:PID ...").
 void sleeping_task_evidence(pid_t pid, json &e)
 {
-	const std::string proc = "/proc/" + std::to_string(pid);
-	json stack = json::array();
-	std::istringstream st(read_or_empty(proc + "/stack"));
-	for (std::string l; std::getline(st, l);)
-		stack.push_back(l.substr(l.find(']') == std::string::npos ? 0 : l.find(']') + 2));
-	e["kernel_stack"] = stack;
+	e["kernel_stack"] = kernel_stack(pid);
 	const auto log = requested_dump('w', pid);
 	if (!log) {
 		e["task_dump"] = {{"trigger", "sysrq w"}, {"note", "no /dev/kmsg or /proc/sysrq-trigger"}};
@@ -253,36 +263,82 @@ void running_task_evidence(pid_t pid, json &e)
 				     "one vCPU the runner is on it: --cpus 2), or in user space";
 }
 
-// What a case's process was doing when its time ran out: its state, where
-// it sleeps or spins, and the kernel's own dump of it.
+// The threads of a case's process, its main one first: each one's state.
+std::vector<std::pair<pid_t, task_state>> case_threads(pid_t pid)
+{
+	std::vector<std::pair<pid_t, task_state>> out{{pid, read_task_state(pid)}};
+	std::error_code ec;
+	for (const auto &e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+		const pid_t tid = pid_t(std::atoi(e.path().filename().c_str()));
+		if (tid > 0 && tid != pid && out.size() < 64)
+			out.push_back({tid, read_task_state(tid)});
+	}
+	return out;
+}
+
+// The thread a case is stuck in: the first that runs (R) or sleeps
+// uninterruptibly (D) in the kernel, else its main one (which may only be
+// waiting for another, in a futex).
+pid_t stuck_thread(const std::vector<std::pair<pid_t, task_state>> &threads)
+{
+	for (const char *state : {"D", "R"})
+		for (const auto &[tid, t] : threads)
+			if (t.state == state)
+				return tid;
+	return threads.front().first;
+}
+
+// One thread of the case, in a line of evidence: its state, where it
+// waits, and (asleep) its kernel stack.
+json thread_json(pid_t tid, const task_state &t)
+{
+	json j = {{"tid", tid}, {"state", t.state}, {"wchan", t.wchan}};
+	if (t.state != "R")
+		j["kernel_stack"] = kernel_stack(tid);
+	return j;
+}
+
+// What a case's process was doing when its time ran out: every thread's
+// state, and for the one stuck in the kernel where it sleeps or spins and
+// the kernel's own dump of it.
 json stuck_task_evidence(pid_t pid)
 {
-	json e = {{"pid", pid}};
-	const task_state t = read_task_state(pid);
+	const auto threads = case_threads(pid);
+	const pid_t tid = stuck_thread(threads);
+	json e = {{"pid", pid}, {"tid", tid}};
+	const task_state t = read_task_state(tid);
 	if (!t.state.empty())
 		e["state"] = t.state;
 	e["wchan"] = t.wchan;
 	if (e.value("state", "?") == "R")
-		running_task_evidence(pid, e);
+		running_task_evidence(tid, e);
 	else
-		sleeping_task_evidence(pid, e);
+		sleeping_task_evidence(tid, e);
+	json all = json::array();
+	for (const auto &[id, state] : threads)
+		all.push_back(thread_json(id, state));
+	e["threads"] = all;
 	return e;
 }
 
-// One line for the reason: where the process was stuck.
+// One line for the reason: where the process was stuck, and in which
+// thread when not its main one.
 std::string where_stuck(const json &e)
 {
 	const std::string state = e.value("state", "?");
 	const std::string wchan = e.value("wchan", "");
+	const pid_t pid = e.value("pid", 0), tid = e.value("tid", pid);
+	const std::string thread = tid == pid ? "" : "thread " + std::to_string(tid) + " (of " +
+				   std::to_string(e.value("threads", json::array()).size()) + ") ";
 	if (state == "D")
-		return "stuck in the kernel at " + (wchan.empty() || wchan == "0" ? "?" : wchan) +
+		return thread + "stuck in the kernel at " + (wchan.empty() || wchan == "0" ? "?" : wchan) +
 		       " (state D; task dump in stuck_task)";
 	if (state == "R")
-		return "running, " + (e.contains("spins_at")
+		return thread + "running, " + (e.contains("spins_at")
 					      ? "spinning at " + e["spins_at"].get<std::string>() +
 							" (state R; CPU backtrace in stuck_task)"
 					      : std::string("where is unknown (state R; in no CPU backtrace)"));
-	return task_state{e.value("state", ""), wchan}.where();
+	return thread + task_state{e.value("state", ""), wchan}.where();
 }
 
 // Runs one case in a child process, bounded by the case timeout. The child
@@ -291,18 +347,27 @@ std::string where_stuck(const json &e)
 // before SIGKILL (a killable sleep in the kernel ends with it too).
 // In the child: the case's body, its observation (or why it could not
 // run) written to fd as JSON; then _exit.
-[[noreturn]] void case_child(suite &s, const planned_case &c, int fd, bool hang)
+// The case's body: its observation, or why it could not run.
+json case_message(suite &s, const planned_case &c)
+{
+	try {
+		return s.run_in_child(c);
+	} catch (const unmet_need &e) {
+		return {{"skip", e.what()}};
+	} catch (const std::exception &e) {
+		return {{"error", e.what()}};
+	}
+}
+
+[[noreturn]] void case_child(suite &s, const planned_case &c, int fd, bool hang, bool in_thread)
 {
 	while (hang)
 		pause();
 	json msg;
-	try {
-		msg = s.run_in_child(c);
-	} catch (const unmet_need &e) {
-		msg = {{"skip", e.what()}};
-	} catch (const std::exception &e) {
-		msg = {{"error", e.what()}};
-	}
+	if (in_thread)
+		std::thread([&] { msg = case_message(s, c); }).join();
+	else
+		msg = case_message(s, c);
 	const std::string text = msg.dump();
 	size_t off = 0;
 	while (off < text.size()) {
@@ -368,7 +433,7 @@ void reap(pid_t pid, int &status)
 		;
 }
 
-case_record run_in_child(suite &s, const planned_case &c, int timeout_s, bool hang)
+case_record run_in_child(suite &s, const planned_case &c, int timeout_s, bool hang, bool in_thread)
 {
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC))
@@ -380,7 +445,7 @@ case_record run_in_child(suite &s, const planned_case &c, int timeout_s, bool ha
 		throw last_sys_error("fork");
 	if (pid == 0) {
 		rd.reset();
-		case_child(s, c, wr.get(), hang);
+		case_child(s, c, wr.get(), hang, in_thread);
 	}
 	wr.reset();
 	const auto msg = read_until(rd.get(), std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
@@ -482,10 +547,12 @@ fault_plan parse_fault(const std::string &spec)
 	const std::string kind = spec.substr(0, eq);
 	const std::string id = eq == std::string::npos ? "" : spec.substr(eq + 1);
 	const kernel_knob *knob = knob_of(kind);
-	if (kind != "panic-at" && kind != "hang-at" && !knob)
-		throw usage_error("--fault '" + spec +
-				  "': expected panic-at=CASE, hang-at=CASE, kernel-hang-at=CASE, kernel-spin-at=CASE or "
-				  "kernel-oops-at=CASE");
+	if (kind != "panic-at" && kind != "hang-at" && !knob) {
+		std::string kinds = "panic-at=CASE, hang-at=CASE";
+		for (const auto &k : kernel_knobs)
+			kinds += std::string(", ") + k.kind + "=CASE";
+		throw usage_error("--fault '" + spec + "': expected one of " + kinds);
+	}
 	auto entry = select_plan(make_suites({}), {id});
 	if (entry.size() != 1)
 		throw usage_error("--fault '" + spec + "': name one case");
@@ -620,7 +687,8 @@ case_record run_one(const plan_entry &e, const std::optional<std::string> &why_n
 			stall.emplace(k.param, "Y");
 		}
 	case_record r = why_not ? owner->not_run(c, verdict::skip, *why_not)
-				: run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at);
+				: run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at,
+					       c.id == fault.kernel_hang_in_thread_at);
 	stall.reset();
 	r.suite = owner->name();
 	r.details["started_at"] = started_at;

@@ -36,7 +36,9 @@ struct run_options {
 	// "kernel-hang-at=ID" makes its pin through the module sleep in the
 	// kernel until the process is killed (pinmatrix.ko's parameter
 	// stall_pin_until_killed, set for that case only), "kernel-spin-at=ID"
-	// makes it spin there, runnable (spin_pin_until_killed), and
+	// makes it spin there, runnable (spin_pin_until_killed),
+	// "kernel-hang-in-thread-at=ID" stalls it so in a thread of its own
+	// while the case's main thread waits for that thread, and
 	// "kernel-oops-at=ID" makes it oops with a lock held that every later
 	// pin then waits on (oops_in_pin).
 	std::string fault;
@@ -49,6 +51,7 @@ struct fault_plan {
 	std::string panic_at;
 	std::string hang_at;
 	std::string kernel_hang_at;
+	std::string kernel_hang_in_thread_at;
 	std::string kernel_spin_at;
 	std::string kernel_oops_at;
 };

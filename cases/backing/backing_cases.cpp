@@ -130,16 +130,26 @@ size_t pages_moved(const std::vector<pinmatrix_page> &before, const std::vector<
 	return moved;
 }
 
-// A THP that left: one folio still (512 contiguous PFNs from an aligned
-// head that /proc/kpageflags calls a THP), or split into 4 KiB pages.
-std::string thp_fate(uintptr_t addr, const std::vector<pinmatrix_page> &after)
+// What became of a registered THP: one folio still (512 contiguous PFNs
+// from an aligned head that /proc/kpageflags calls a THP) or split, and
+// whether it moved. The fields must agree with pages_moved: a folio "moved
+// whole" with some of its pages where they were is a bug of this suite's
+// record, said in "inconsistent" (the judge's ERROR).
+json thp_fate(uintptr_t addr, const std::vector<pinmatrix_page> &before, const std::vector<pinmatrix_page> &after)
 {
 	bool contiguous = after.front().pfn % after.size() == 0;
 	for (size_t i = 1; contiguous && i < after.size(); i++)
 		contiguous = after[i].pfn == after.front().pfn + i;
 	const auto head = read_proc_pages(getpid(), addr, 1).at(0);
-	const bool thp = head.kpageflags && (*head.kpageflags >> 22 & 1);
-	return contiguous && thp ? "moved whole (one 2 MiB folio)" : "split (4 KiB pages, not one 2 MiB folio)";
+	const bool one_folio = contiguous && head.kpageflags && (*head.kpageflags >> 22 & 1);
+	const size_t moved = pages_moved(before, after), n = after.size();
+	json fate = {{"thp_after", !moved ? (one_folio ? "not moved (one 2 MiB folio)" : "not moved (split)")
+				  : one_folio ? "moved whole (one 2 MiB folio)"
+					      : "split (4 KiB pages, not one 2 MiB folio)"}};
+	if (one_folio && moved && moved != n)
+		fate["inconsistent"] = "one 2 MiB folio after the registration, but " + std::to_string(moved) + " of " +
+				       std::to_string(n) + " pages moved";
+	return fate;
 }
 
 // Fresh anonymous pages written without any pin: where the allocator puts
@@ -190,7 +200,7 @@ json run_case(const backing_case &c, const page_prober &probe, const body_option
 		  {"placement", name(opt.restricted)},
 		  {"device", dev.name()}};
 	if (c.kind == backing::anon_thp && !reg.err)
-		o["thp_after"] = thp_fate(region.start_addr(), after);
+		o.update(thp_fate(region.start_addr(), before, after));
 	if (c.after == pages_after::fresh_private)
 		o["control_fresh_pages"] = fresh_pages_control(probe);
 	return {{"observation", o}};
@@ -311,6 +321,11 @@ case_record judge_case(const backing_case &c, const json &observation, const std
 			     observation.value("probe", std::string("?")) + "): whether any stayed is unknown");
 	}
 	judge_control(c, observation, r);
+	if (observation.contains("inconsistent")) {
+		r.outcome = verdict::error;
+		r.add_reason("the record contradicts itself (a bug of pinmatrix): " +
+			     observation.value("inconsistent", std::string("?")));
+	}
 	return r;
 }
 

@@ -135,3 +135,17 @@ TEST(BackingJudge, AnUnknownVersionWhereTheRowsDifferIsASkip)
 	EXPECT_EQ(r.outcome, verdict::skip);
 	EXPECT_EQ(r.expected["summary"], "unknown: the outcome depends on the kernel version, which cannot be read");
 }
+
+// A record whose fields contradict each other (a folio "moved whole" with
+// pages where they were) is a bug of the suite: ERROR, never a PASS.
+TEST(BackingJudge, ARecordThatContradictsItselfIsAnError)
+{
+	json o = moved(512);
+	o["thp_after"] = "moved whole (one 2 MiB folio)";
+	EXPECT_EQ(judge_case(case_by_id("backing/anon-thp"), o, v6_1).outcome, verdict::pass);
+	o["inconsistent"] = "one 2 MiB folio after the registration, but 3 of 512 pages moved";
+	const auto r = judge_case(case_by_id("backing/anon-thp"), o, v6_1);
+	EXPECT_EQ(r.outcome, verdict::error);
+	EXPECT_NE(r.reason.find("the record contradicts itself (a bug of pinmatrix): one 2 MiB folio"),
+		  std::string::npos) << r.reason;
+}

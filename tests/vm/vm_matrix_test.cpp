@@ -721,6 +721,37 @@ TEST(VmFaults, CaseStuckInTheKernelIsDumpedKilledAndTheRestRun)
 	EXPECT_TRUE(doc["complete"].get<bool>());
 }
 
+// A case stuck in the kernel in a thread of its own (as a race case's
+// pinners are) while its main thread waits for it in a futex: the reason
+// and the evidence name that thread and its kernel stack, not the main one.
+TEST(VmFaults, CaseStuckInAThreadNamesThatThreadAndItsStack)
+{
+	require_vm();
+	auto dir = out_dir("kernel-hang-thread");
+	auto r = run_pinmatrix("vm --cases B --fault kernel-hang-in-thread-at=B --case-timeout 6 --out " +
+			       dir.string());
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	auto doc = load(dir);
+	const auto &b = case_by_id(doc, "B");
+	EXPECT_EQ(b["verdict"], "error");
+	const auto &stuck = b["stuck_task"];
+	const int pid = stuck["pid"], tid = stuck["tid"];
+	EXPECT_NE(tid, pid) << stuck.dump(2);
+	const std::string reason = b["reason"];
+	EXPECT_NE(reason.find("thread " + std::to_string(tid) + " (of 2) stuck in the kernel at pm_stall_until_killed"),
+		  std::string::npos) << reason;
+	EXPECT_EQ(stuck["state"], "D") << stuck.dump(2);
+	EXPECT_NE(stuck["kernel_stack"].dump().find("pm_stall_until_killed"), std::string::npos) << stuck.dump(2);
+	EXPECT_NE(stuck["task_dump"]["lines"].dump().find(" pid:" + std::to_string(tid) + " "), std::string::npos)
+		<< stuck.dump(2);
+	// Every thread is there: the main one waiting for the other.
+	ASSERT_EQ(stuck["threads"].size(), 2u) << stuck.dump(2);
+	EXPECT_EQ(stuck["threads"][0]["tid"], pid);
+	EXPECT_NE(stuck["threads"][0]["kernel_stack"].dump().find("futex"), std::string::npos) << stuck.dump(2);
+	EXPECT_EQ(stuck["threads"][1]["tid"], tid);
+	EXPECT_NE(stuck["threads"][1]["kernel_stack"].dump().find("pm_stall_until_killed"), std::string::npos);
+}
+
 // An oops with a lock held, as a driver bug makes one (pinmatrix.ko's
 // oops_in_pin at case B: a read through a poisoned list pointer while
 // pm_oops_lock is held): B's record names the oops. C's pin then waits on
