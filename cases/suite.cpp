@@ -28,10 +28,10 @@ void cma_fill_once::before_case(const suite_options &opt, nlohmann::json &facts)
 {
 	if (filled_ || opt.restricted != placement::cma || !opt.restricted_present)
 		return;
-	const auto probe = open_page_probe(opt.pins.without_module());
-	pressure_ = press_towards(probe.get(), opt.restricted, opt.find_budget_mib << 20);
+	pressure_ = press_into_cma(opt.find_budget_mib << 20);
 	filled_ = true;
 	facts["pressure_bytes"] = pressure_.bytes;
+	facts["cma_takes_movable_allocations"] = pressure_.reached;
 }
 
 std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt)

@@ -80,16 +80,23 @@ std::optional<bool> longterm_pinnable(const pinmatrix_page &page)
 
 namespace {
 
-bool has_cma()
+// One /proc/meminfo field ("CmaFree"), in bytes; 0 when absent.
+uint64_t meminfo_bytes(std::string_view field)
 {
 	std::istringstream meminfo(read_text_file("/proc/meminfo"));
+	const std::string want = std::string(field) + ":";
 	for (std::string key; meminfo >> key;) {
 		uint64_t kb = 0;
-		if (key == "CmaTotal:" && meminfo >> kb && kb > 0)
-			return true;
+		if (key == want && meminfo >> kb)
+			return kb * 1024;
 		meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
 	}
-	return false;
+	return 0;
+}
+
+bool has_cma()
+{
+	return meminfo_bytes("CmaTotal") > 0;
 }
 
 bool has_movable_zone()
@@ -322,6 +329,39 @@ placement_pressure press_towards(const page_prober &probe, const page_wish &wish
 		madvise(c.data(), c.size(), MADV_DONTFORK);
 	}
 	return p;
+}
+
+placement_pressure press_into_cma(size_t budget_bytes, size_t chunk_bytes)
+{
+	placement_pressure p;
+	const size_t ps = page_size();
+	chunk_bytes = std::max(ps, chunk_bytes / ps * ps);
+	// There once CMA holds more than half the free pages, or once what is
+	// filled starts to come out of CMA (the allocator keeps the two near
+	// that balance after); never past a floor of available memory.
+	const uint64_t cma_free0 = meminfo_bytes("CmaFree"), floor = 128u << 20;
+	auto balanced = [&] {
+		const uint64_t cma_free = meminfo_bytes("CmaFree");
+		return cma_free * 2 > meminfo_bytes("MemFree") || cma_free + (4u << 20) <= cma_free0;
+	};
+	while (!(p.reached = balanced()) && p.bytes + chunk_bytes <= budget_bytes &&
+	       meminfo_bytes("MemAvailable") > floor + chunk_bytes) {
+		mapping chunk = populated_pages(chunk_bytes);
+		madvise(chunk.data(), chunk.size(), MADV_DONTFORK);
+		p.bytes += chunk.size();
+		p.chunks.push_back(std::move(chunk));
+	}
+	return p;
+}
+
+void no_page_found(placement where, size_t budget_bytes, const std::string &what, const std::string &hint)
+{
+	const std::string text = "no " + what + " in " + std::string(name(where)) + " memory within " +
+				 std::to_string(budget_bytes >> 20) + " MiB";
+	if (where == placement::cma)
+		throw std::runtime_error(text + " on a CMA boot, where memory was filled until CMA took movable "
+						"allocations: an error of the run, not a skip");
+	throw unmet_need(text + " (" + hint + ")");
 }
 
 } // namespace pinmatrix

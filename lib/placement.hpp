@@ -106,6 +106,20 @@ struct placement_pressure {
 placement_pressure press_towards(const page_prober &probe, const page_wish &wish, size_t budget_bytes,
 				 size_t chunk_bytes = 16 << 20);
 
+// Memory faulted in and held until the page allocator's own balance sends
+// movable allocations into CMA (mm/page_alloc.c __rmqueue(): from CMA once
+// it holds more than half the zone's free pages), as far as budget_bytes;
+// reached says whether it got there. A CMA boot's cases then find CMA
+// pages by construction, not by luck.
+placement_pressure press_into_cma(size_t budget_bytes, size_t chunk_bytes = 16 << 20);
+
+// A case that found no page of its placement within its budget: a SKIP
+// (unmet_need) where the boot may lack it, an error (std::runtime_error) on
+// a CMA boot, which has CMA pages by construction. `what`: "page",
+// "64 pages", "memfd page".
+[[noreturn]] void no_page_found(placement where, size_t budget_bytes, const std::string &what,
+				const std::string &hint = "boot with movablecore= or cma=");
+
 // Anonymous pages, THP off, populated for write.
 mapping populated_pages(size_t length);
 

@@ -93,9 +93,7 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	const size_t ps = page_size();
 	auto found = find_page(tools.probe, pin_page_wish(c.where), find_budget_bytes);
 	if (!found)
-		throw unmet_need("no page in " + std::string(name(c.where)) + " memory within " +
-				 std::to_string(find_budget_bytes >> 20) + " MiB (" +
-				 placement_hint(c.where) + ")");
+		no_page_found(c.where, find_budget_bytes, "page", placement_hint(c.where));
 	mapping &page = found->map;
 	void *addr = page.data();
 

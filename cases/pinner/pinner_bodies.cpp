@@ -123,8 +123,7 @@ json run_udmabuf(const pinner_case &c, const page_prober &probe, const body_opti
 	size_t scanned = 0;
 	const auto offset = find_memfd_page(memfd.get(), map, probe, opt, scanned);
 	if (!offset)
-		throw unmet_need("no memfd page in " + std::string(name(opt.restricted)) + " memory within " +
-				 std::to_string(opt.find_budget_bytes >> 20) + " MiB (boot with movablecore=)");
+		no_page_found(opt.restricted, opt.find_budget_bytes, "memfd page");
 	if (fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK))
 		throw last_sys_error("F_ADD_SEALS F_SEAL_SHRINK");
 	const uintptr_t addr = map.addr() + *offset;
@@ -223,8 +222,7 @@ json run_rxe_odp(const pinner_case &c, const page_prober &probe, const body_opti
 			"rxe has none before drivers/infiniband/sw/rxe/rxe_odp.c: not in 6.12, in 7.2)");
 	auto found = find_page(probe, {opt.restricted, memory_can_go_back}, opt.find_budget_bytes);
 	if (!found)
-		throw unmet_need("no page in " + std::string(name(opt.restricted)) + " memory within " +
-				 std::to_string(opt.find_budget_bytes >> 20) + " MiB (boot with movablecore=)");
+		no_page_found(opt.restricted, opt.find_budget_bytes, "page");
 	const auto before = found->page;
 	json o = {{"pinner", c.pinner}, {"device", dev.name()}, {"probe", probe.probe_name()},
 		  {"placement", name(opt.restricted)}, {"scanned_bytes", found->scanned_bytes},

@@ -155,7 +155,8 @@ namespace {
 
 // The give-back oracle's answers: with the pin held, and (the control) with
 // it released. An unknown answer decides nothing, and neither does a refusal
-// when even the control could not give the memory back.
+// when even the control could not give the memory back; where the machine
+// has no oracle (method "none"), the check is not this machine's.
 void judge_give_back(const expectation &e, const json &o, case_record &r)
 {
 	if (!o.contains("give_back") || !e.given_back_while_held)
@@ -163,9 +164,15 @@ void judge_give_back(const expectation &e, const json &o, case_record &r)
 	const auto &g = o["give_back"];
 	const json held = g.value("with_pin_held", json()).value("given_back", json());
 	const json control = g.value("released", json()).value("given_back", json());
+	const json asked = g.value("with_pin_held", json::object());
+	if (!held.is_boolean() && asked.value("method", std::string()) == "none") {
+		// No oracle on this machine: a check it cannot own, said so.
+		r.add_reason("the give-back is not checked here: " + asked.value("detail", std::string("no oracle")));
+		return;
+	}
 	if (!held.is_boolean()) {
 		r.undecided("the give-back with the pin held", "the oracle answered no yes or no (" +
-			    g.value("with_pin_held", json()).value("detail", std::string("no answer")) + ")");
+			    asked.value("detail", std::string("no answer")) + ")");
 		return;
 	}
 	// Memory that went back decides; a refusal only where the control's went back.

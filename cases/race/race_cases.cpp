@@ -112,9 +112,8 @@ mapping restricted_buffer(const race_case &c, const page_prober &probe, const bo
 	}
 	if (placed == c.pages)
 		return buf;
-	throw unmet_need("no " + std::to_string(c.pages) + " pages in " + std::string(name(opt.restricted)) +
-			 " memory within " + std::to_string(opt.find_budget_bytes >> 20) + " MiB (found " +
-			 std::to_string(placed) + "; boot with movablecore= or cma=)");
+	no_page_found(opt.restricted, opt.find_budget_bytes,
+		      std::to_string(c.pages) + " pages (found " + std::to_string(placed) + ")");
 }
 
 struct round_result {
