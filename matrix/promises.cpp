@@ -122,8 +122,11 @@ const std::vector<promise> pin_promises = {
 	 {"B", "movable-gup-ref", "cma-gup-ref", "race/reg-mr-same-buffer", "race/mixed-same-buffer"}},
 	{"pin/every-gup-path", pin, "kernel rule (GUP-fast's folio_is_longterm_pinnable())",
 	 "GUP-fast refuses to pin long-term a page that may not stay where it is and leaves it to the slow path, "
-	 "which moves it first",
-	 {"A", "movable-mlock", "cma-mlock", "C"}},
+	 "which moves it first; each rule holds on both paths (a backing row's -slow-path twin reaches the slow "
+	 "path alone)",
+	 {"A", "movable-mlock", "cma-mlock", "C", "backing/memfd", "backing/memfd-slow-path",
+	  "backing/file-shared-writable", "backing/file-shared-writable-slow-path", "backing/file-shared-read-only",
+	  "backing/file-shared-read-only-slow-path", "backing/secretmem", "backing/secretmem-slow-path"}},
 	{"pin/lru-batch-drained", pin, "kernel rule 98c6d259319e, 33dfe9204f29",
 	 "a page waiting in a per-CPU LRU or mlock batch holds an extra reference: the long-term pin drains the "
 	 "batches before it migrates (a freshly faulted page is in one), and never succeeds with the page in place",
@@ -131,18 +134,20 @@ const std::vector<promise> pin_promises = {
 	{"pin/every-backing", pin, "seed 1, section 18",
 	 "\"ZONE_MOVABLE, CMA, device memory, DAX, and filesystem-backed pages all carry rules that a long-term "
 	 "pin must respect.\"",
-	 {"backing/anon-thp", "backing/hugetlb-2m", "backing/hugetlb-1g-cma", "backing/memfd",
-	  "backing/file-shared-writable", "backing/file-shared-read-only", "backing/unpopulated",
-	  "backing/zero-page"}},
+	 {"backing/anon-thp", "backing/hugetlb-2m", "backing/hugetlb-1g-cma", "backing/memfd", "backing/memfd-slow-path",
+	  "backing/file-shared-writable", "backing/file-shared-read-only", "backing/file-shared-read-only-slow-path",
+	  "backing/unpopulated", "backing/zero-page"}},
 	{"pin/gigantic-page-in-cma-refused", pin, "seed 1, section 4; kernel rule",
 	 "\"What hugetlb_cma=6G creates\": a 1 GiB page of the CMA reserve has no gigantic page outside CMA to "
 	 "move to, so its long-term pin is refused (ENOMEM), never taken in place",
 	 {"backing/hugetlb-1g-cma"}},
 	{"pin/dirty-tracked-file-refused", pin, "kernel rule (writable_file_mapping_allowed(), 6.5/6.6)",
-	 "a writable long-term pin of a shared file mapping that needs dirty tracking is refused (-EFAULT)",
-	 {"backing/file-shared-writable"}},
+	 "a writable long-term pin of a shared file mapping that needs dirty tracking is refused (-EFAULT), "
+	 "by GUP-fast and the slow path alike",
+	 {"backing/file-shared-writable", "backing/file-shared-writable-slow-path"}},
 	{"pin/secretmem-refused", pin, "kernel rule (memfd_secret)",
-	 "a long-term pin of memfd_secret memory is refused (-EFAULT)", {"backing/secretmem"}},
+	 "a long-term pin of memfd_secret memory is refused (-EFAULT), by GUP-fast and the slow path alike",
+	 {"backing/secretmem", "backing/secretmem-slow-path"}},
 	{"pin/every-pinner", pin, "seed 1, sections 18 and 19",
 	 "\"A page must pass its strongest lifetime and placement contract before any subsystem makes it "
 	 "immovable.\"; \"Who pinned it? Through which API? ... Was FOLL_LONGTERM declared?\"",

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "backing_cases.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -52,12 +56,24 @@ const std::vector<backing_case> table = {
 	{"memfd", "a shmem page (memfd, MAP_SHARED) in restricted memory: registers and leaves",
 	 backing::memfd, true, true, true, one_page, pages_after::out_of_restricted,
 	 {{every, 0, "shmem needs no dirty tracking, so it is not refused as a file; migrates as any page"}}},
+	{"memfd-slow-path", "memfd through a second, untouched mapping of the memfd: the slow path alone migrates "
+			    "the page",
+	 backing::memfd, true, true, true, one_page, pages_after::out_of_restricted,
+	 {{every, 0, "shmem needs no dirty tracking, so it is not refused as a file; migrates as any page"}},
+	 gup_path::slow},
 	{"file-shared-writable", "a writable MR of a disk file's MAP_SHARED page in restricted memory: 6.1 "
 				 "registers and moves it; from 6.5 refused (EFAULT)",
 	 backing::file, true, true, true, one_page, pages_after::out_of_restricted,
 	 {{every, 0, migrates},
 	  {{6, 5, 0}, EFAULT, "check_vma_flags(): writable_file_mapping_allowed() refuses a FOLL_LONGTERM write "
 			      "to a mapping that needs dirty tracking (476c1dfefab8, 6.5)"}}},
+	{"file-shared-writable-slow-path", "file-shared-writable through a second mapping of the file that was "
+					   "never touched: the slow path alone decides",
+	 backing::file, true, true, true, one_page, pages_after::out_of_restricted,
+	 {{every, 0, migrates},
+	  {{6, 5, 0}, EFAULT, "check_vma_flags(): writable_file_mapping_allowed() refuses a FOLL_LONGTERM write "
+			      "to a mapping that needs dirty tracking (476c1dfefab8, 6.5)"}},
+	 gup_path::slow},
 	{"file-shared-read-only", "a read-only MR of a read-only MAP_SHARED disk file page: refused before 6.2 "
 				  "(ib_umem_get() forced a write), registers and moves it from 6.2",
 	 backing::file, false, false, true, one_page, pages_after::out_of_restricted,
@@ -65,11 +81,19 @@ const std::vector<backing_case> table = {
 			  "refuses a forced write to a shared mapping without VM_WRITE"},
 	  {{6, 2, 0}, 0, "ib_umem_get() pins read-only without FOLL_FORCE (RDMA/umem: remove FOLL_FORCE usage, "
 			 "6.2); then migrates"}}},
+	{"file-shared-read-only-slow-path", "file-shared-read-only through a second, untouched mapping: the slow "
+					    "path alone decides",
+	 backing::file, false, false, true, one_page, pages_after::out_of_restricted,
+	 {{every, EFAULT, "ib_umem_get() took FOLL_WRITE | FOLL_FORCE for a read-only MR; check_vma_flags() "
+			  "refuses a forced write to a shared mapping without VM_WRITE"},
+	  {{6, 2, 0}, 0, "ib_umem_get() pins read-only without FOLL_FORCE (RDMA/umem: remove FOLL_FORCE usage, "
+			 "6.2); then migrates"}},
+	 gup_path::slow},
 	{"anon-read-only", "a read-only MR of an anonymous page in restricted memory: it leaves as for a writable one",
 	 backing::anon, false, true, true, one_page, pages_after::out_of_restricted, {{every, 0, migrates}}},
 	{"unpopulated", "a writable MR of 16 never-touched anonymous pages: faulted in outside restricted memory",
 	 backing::unpopulated, true, true, false, 16 * one_page, pages_after::fresh_private,
-	 {{every, 0, faulted_under_pin}}},
+	 {{every, 0, faulted_under_pin}}, gup_path::slow},
 	{"zero-page", "a read-only MR of 16 pages that map the shared zero page: replaced by private pages "
 		      "outside restricted memory",
 	 backing::zero_page, false, true, false, 16 * one_page, pages_after::fresh_private,
@@ -79,11 +103,20 @@ const std::vector<backing_case> table = {
 	{"secretmem", "a memfd_secret page: refused (EFAULT)",
 	 backing::secretmem, true, true, false, one_page, pages_after::out_of_restricted,
 	 {{every, EFAULT, secretmem_refused}}},
+	{"secretmem-slow-path", "a memfd_secret page through a second, untouched mapping: refused (EFAULT) by the "
+				"slow path alone",
+	 backing::secretmem, true, true, false, one_page, pages_after::out_of_restricted,
+	 {{every, EFAULT, secretmem_refused}}, gup_path::slow},
 };
 
 } // namespace
 
 const std::vector<backing_case> &case_table() { return table; }
+
+const char *name(gup_path p)
+{
+	return p == gup_path::fast ? "fast" : "slow";
+}
 
 const backing_case &case_by_id(const std::string &id)
 {
@@ -161,6 +194,42 @@ json fresh_pages_control(const page_prober &probe)
 	return page_counts(probe.probe_pages(m.addr(), 16));
 }
 
+// Where a row's registration starts, and the second mapping that holds it
+// for the slow path.
+struct pin_target {
+	std::byte *start;
+	std::optional<mapping> view;
+};
+
+// The GUP path the pin meets, set up just before it. Fast: every page
+// touched through the registered mapping (written for a writable MR of a
+// writable mapping, so its PTE is present, writable and dirty; else read).
+// Slow: a second mapping of the same file, never touched, so GUP-fast finds
+// no PTE (a row of never-touched pages is its own). What held is recorded:
+// the pages present before the pin.
+pin_target prepare_path(const backing_case &c, const backed_region &region, size_t length, json &out)
+{
+	const size_t ps = page_size(), n = length / ps;
+	pin_target t{region.start(), std::nullopt};
+	const bool write = c.path == gup_path::fast && c.writable_mr && c.writable_mapping;
+	if (c.path == gup_path::slow && region.fd) {
+		const int prot = PROT_READ | (c.writable_mapping ? PROT_WRITE : 0);
+		t.view.emplace(mapping::map(region.map.size(), prot, MAP_SHARED, region.fd.get()));
+		t.start = t.view->data() + region.offset;
+	} else if (c.path == gup_path::fast) {
+		for (size_t off = 0; off < length; off += ps) {
+			auto *b = reinterpret_cast<volatile std::byte *>(t.start + off);
+			const std::byte v = *b;
+			if (write)
+				*b = v;
+		}
+	}
+	const auto pages = read_proc_pages(getpid(), reinterpret_cast<uintptr_t>(t.start), n);
+	const auto present = size_t(std::count_if(pages.begin(), pages.end(), [](const proc_page &p) { return p.present; }));
+	out = {{"path", name(c.path)}, {"pages", n}, {"present_before", present}, {"written_before", write}};
+	return t;
+}
+
 void require_memory(const backing_case &c, const body_options &opt)
 {
 	if (c.starts_restricted && !opt.restricted_present)
@@ -185,8 +254,10 @@ json run_case(const backing_case &c, const page_prober &probe, const body_option
 
 	const size_t length = std::min(c.register_bytes, region.size()), n = length / page_size();
 	const auto before = probe.probe_pages(region.start_addr(), n);
+	json path;
+	const pin_target target = prepare_path(c, region, length, path);
 	const registration reg =
-		register_memory(dev, region.start(), length, c.writable_mr ? registration_access : 0);
+		register_memory(dev, target.start, length, c.writable_mr ? registration_access : 0);
 	const auto after = probe.probe_pages(region.start_addr(), n);
 	json o = {{"backing", name(c.kind)},
 		  {"pages", n},
@@ -198,7 +269,8 @@ json run_case(const backing_case &c, const page_prober &probe, const body_option
 		  {"pages_moved", pages_moved(before, after)},
 		  {"probe", probe.probe_name()},
 		  {"placement", name(opt.restricted)},
-		  {"device", dev.name()}};
+		  {"device", dev.name()},
+		  {"gup_path", path}};
 	if (c.kind == backing::anon_thp && !reg.err)
 		o.update(thp_fate(region.start_addr(), before, after));
 	if (c.after == pages_after::fresh_private)
@@ -237,6 +309,23 @@ std::string pages_problem(const backing_case &c, const json &after, size_t pages
 		return "registered with " + std::to_string(count("zero_page")) + " page(s) still the zero page and " +
 		       std::to_string(count("absent")) + " absent";
 	return "";
+}
+
+// The path a row meant to reach, as the page table was before the pin:
+// GUP-fast decides only for pages present there, and the slow path alone
+// only where none was. Otherwise the row tested the other path again.
+void judge_gup_path(const backing_case &c, const json &o, case_record &r)
+{
+	const json path = o.value("gup_path", json::object());
+	const size_t pages = path.value("pages", size_t(0)), present = path.value("present_before", size_t(0));
+	if (!path.contains("present_before"))
+		r.undecided("the GUP path", "the page table before the pin was not recorded");
+	else if (c.path == gup_path::fast && present != pages)
+		r.undecided("the GUP-fast variant", "only " + std::to_string(present) + " of " + std::to_string(pages) +
+			    " pages were present before the pin: GUP-fast could not decide them");
+	else if (c.path == gup_path::slow && present)
+		r.undecided("the slow-path variant", std::to_string(present) + " of " + std::to_string(pages) +
+			    " pages were mapped before the pin: GUP-fast may have decided them");
 }
 
 // A row of fresh pages: that none landed in restricted memory shows
@@ -296,6 +385,7 @@ case_record judge_case(const backing_case &c, const json &observation, const std
 		r.add_reason("the kernel's upstream version cannot be read and this row's outcome depends on it");
 		return r;
 	}
+	judge_gup_path(c, observation, r);
 	if (err != want->err) {
 		r.outcome = verdict::fail;
 		r.add_reason("ibv_reg_mr: " + errno_text(err) + ", expected " + errno_text(want->err) + " on " +

@@ -42,6 +42,17 @@ struct version_outcome {
 	const char *known_bug = nullptr;
 };
 
+// Which of GUP's two paths a row's pin meets first. The kernel enforces the
+// long-term rules twice: in GUP-fast (gup_fast_folio_allowed(), the
+// pinnable check of try_grab_folio_fast()), which decides only for a page
+// present with the needed permission in the page table, and in the slow
+// path (check_vma_flags(), check_and_migrate_movable_folios()).
+enum class gup_path {
+	fast,	// the pages present and, for a writable MR, written through the registered mapping just before
+	slow,	// registered through a second mapping of the same file, never touched: no PTE for GUP-fast
+};
+const char *name(gup_path p);	// "fast", "slow"
+
 struct backing_case {
 	const char *name;
 	const char *checks;		// for `pinmatrix cases`
@@ -52,6 +63,7 @@ struct backing_case {
 	size_t register_bytes;		// from the region's start (at most the region)
 	pages_after after;
 	std::vector<version_outcome> outcomes;	// ascending by from
+	gup_path path = gup_path::fast;
 
 	std::string id() const { return std::string("backing/") + name; }
 };

@@ -111,6 +111,14 @@ std::string udmabuf_missing()
 				    : "no /dev/udmabuf (udmabuf " + state + ")";
 }
 
+// On a CMA boot, memory filled until movable allocations come out of CMA
+// (placement.hpp), held while the case finds its page and pins it, and let
+// go before the give-back: the area's pages need room to move out into.
+placement_pressure fill_for_finding(const body_options &opt)
+{
+	return opt.restricted == placement::cma ? press_into_cma(size_t(2048) << 20) : placement_pressure{};
+}
+
 json run_udmabuf(const pinner_case &c, const page_prober &probe, const body_options &opt)
 {
 	unique_fd dev(open("/dev/udmabuf", O_RDWR | O_CLOEXEC));
@@ -120,6 +128,7 @@ json run_udmabuf(const pinner_case &c, const page_prober &probe, const body_opti
 	if (!memfd || ftruncate(memfd.get(), off_t(opt.find_budget_bytes)))
 		throw last_sys_error("memfd_create/ftruncate");
 	const mapping map = mapping::map(opt.find_budget_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get());
+	placement_pressure fill = fill_for_finding(opt);
 	size_t scanned = 0;
 	const auto offset = find_memfd_page(memfd.get(), map, probe, opt, scanned);
 	if (!offset)
@@ -139,6 +148,8 @@ json run_udmabuf(const pinner_case &c, const page_prober &probe, const body_opti
 	unique_fd buf(ioctl(dev.get(), UDMABUF_CREATE, &create));
 	o["errno"] = buf ? 0 : errno;
 	o["after"] = page_json(probe, probe.probe_page(addr));
+	o["pressure_bytes"] = fill.bytes;
+	fill = {};
 	if (!buf)
 		return o;
 	const std::string where(name(opt.restricted));
@@ -220,6 +231,7 @@ json run_rxe_odp(const pinner_case &c, const page_prober &probe, const body_opti
 	if (!(attr.odp_caps.general_caps & IBV_ODP_SUPPORT))
 		throw unmet_need(dev.name() + " has no on-demand paging (odp_caps.general_caps lacks IBV_ODP_SUPPORT; "
 			"rxe has none before drivers/infiniband/sw/rxe/rxe_odp.c: not in 6.12, in 7.2)");
+	placement_pressure fill = fill_for_finding(opt);
 	auto found = find_page(probe, {opt.restricted, memory_can_go_back}, opt.find_budget_bytes);
 	if (!found)
 		no_page_found(opt.restricted, opt.find_budget_bytes, "page");
@@ -232,6 +244,8 @@ json run_rxe_odp(const pinner_case &c, const page_prober &probe, const body_opti
 	o["errno"] = reg.err;
 	o["latency_ns"] = reg.latency_ns;
 	o["after"] = page_json(probe, probe.probe_page(found->map.addr()));
+	o["pressure_bytes"] = fill.bytes;
+	fill = {};
 	if (reg.err)
 		return o;
 	const std::string where(name(opt.restricted));

@@ -32,9 +32,6 @@ public:
 		return std::nullopt;
 	}
 
-	// On a CMA boot the pages it finds are CMA's only once memory is filled.
-	void before_case(const planned_case &, json &doc) override { fill_.before_case(opt_, doc["pinner"]); }
-
 	json run_in_child(const planned_case &c) override
 	{
 		std::optional<pin_module> module;
@@ -59,11 +56,8 @@ public:
 		return pinner_cases::not_run_case(row(c), running_kernel_version(), v, reason);
 	}
 
-	void after_last_case(json &) override { fill_.release(); }
-
 private:
 	suite_options opt_;
-	cma_fill_once fill_;
 };
 
 } // namespace

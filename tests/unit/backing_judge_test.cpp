@@ -22,9 +22,16 @@ json counts(size_t restricted, size_t ordinary, size_t zero = 0, size_t absent =
 		{"absent", absent},	    {"unknown", 0},	     {"first_pfn", 1}};
 }
 
+// The page table as a GUP-fast row's was before its pin: every page present.
+json fast_path(size_t pages)
+{
+	return {{"path", "fast"}, {"pages", pages}, {"present_before", pages}, {"written_before", true}};
+}
+
 json observation(int err, size_t pages, const json &before, const json &after)
 {
-	return {{"errno", err}, {"pages", pages}, {"before", before}, {"after", after}, {"probe", "module"}};
+	return {{"errno", err},	      {"pages", pages}, {"before", before},
+		{"after", after},     {"probe", "module"}, {"gup_path", fast_path(pages)}};
 }
 
 // A correct kernel's registration of a row that starts in restricted memory.
@@ -76,6 +83,7 @@ TEST(BackingJudge, PassesWhatACorrectKernelShows)
 TEST(BackingJudge, FreshPagesWithoutAControlThatWentThereDecideNothing)
 {
 	json fresh = observation(0, 16, counts(0, 0, 0, 16), counts(0, 16));
+	fresh["gup_path"] = {{"path", "slow"}, {"pages", 16}, {"present_before", 0}, {"written_before", false}};
 	auto r = judge_case(case_by_id("backing/unpopulated"), fresh, v6_12);
 	EXPECT_EQ(r.outcome, verdict::error);
 	EXPECT_NE(r.reason.find("none in restricted memory decided nothing: no control"), std::string::npos)
@@ -148,4 +156,39 @@ TEST(BackingJudge, ARecordThatContradictsItselfIsAnError)
 	EXPECT_EQ(r.outcome, verdict::error);
 	EXPECT_NE(r.reason.find("the record contradicts itself (a bug of pinmatrix): one 2 MiB folio"),
 		  std::string::npos) << r.reason;
+}
+
+// Each rule through both of GUP's paths: a fast row decides only where its
+// pages were present before the pin, a slow row only where none was;
+// otherwise the row tested the other path, and decided nothing.
+TEST(BackingJudge, EachPathDecidesOnlyWhereThePageTableLetIt)
+{
+	for (const char *rule : {"memfd", "file-shared-writable", "file-shared-read-only", "secretmem"}) {
+		const auto &fast = case_by_id(std::string("backing/") + rule);
+		const auto &slow = case_by_id(std::string("backing/") + rule + "-slow-path");
+		EXPECT_EQ(fast.path, gup_path::fast) << rule;
+		EXPECT_EQ(slow.path, gup_path::slow) << rule;
+		EXPECT_EQ(slow.outcomes.size(), fast.outcomes.size()) << rule << ": one rule, one table of outcomes";
+	}
+	const auto &memfd = case_by_id("backing/memfd"), &memfd_slow = case_by_id("backing/memfd-slow-path");
+	json o = moved(1);
+	EXPECT_EQ(judge_case(memfd, o, v6_12).outcome, verdict::pass);
+	o["gup_path"]["present_before"] = 0;
+	const auto absent = judge_case(memfd, o, v6_12);
+	EXPECT_EQ(absent.outcome, verdict::error) << absent.reason;
+	EXPECT_NE(absent.reason.find("the GUP-fast variant decided nothing: only 0 of 1 pages were present"),
+		  std::string::npos) << absent.reason;
+	o["gup_path"]["path"] = "slow";
+	EXPECT_EQ(judge_case(memfd_slow, o, v6_12).outcome, verdict::pass);
+	o["gup_path"]["present_before"] = 1;
+	const auto mapped = judge_case(memfd_slow, o, v6_12);
+	EXPECT_EQ(mapped.outcome, verdict::error);
+	EXPECT_NE(mapped.reason.find("GUP-fast may have decided them"), std::string::npos) << mapped.reason;
+	// A refusal is judged on its path too; a FAIL it decided stands.
+	json refused = observation(EFAULT, 1, counts(0, 1), counts(0, 1));
+	refused["gup_path"]["present_before"] = 0;
+	EXPECT_EQ(judge_case(case_by_id("backing/secretmem"), refused, v6_12).outcome, verdict::error);
+	json wrong = observation(0, 1, counts(0, 1), counts(0, 1));
+	wrong["gup_path"]["present_before"] = 0;
+	EXPECT_EQ(judge_case(case_by_id("backing/secretmem"), wrong, v6_12).outcome, verdict::fail);
 }
