@@ -57,22 +57,34 @@ std::string left_running(const child_answer &a)
 	       *a.alive_after_kill + "): the kernel did not stop for a fatal signal, the child is left running";
 }
 
-// nullopt on a kernel without VM_EVENT_COUNTERS.
-std::optional<uint64_t> pgmigrate_fail()
+// /proc/vmstat's migration counters; each nullopt on a kernel without
+// VM_EVENT_COUNTERS.
+struct migrations {
+	std::optional<uint64_t> failed, succeeded;
+};
+
+migrations migration_counts()
 {
 	const auto counters = read_vmstat();
-	const auto it = counters.find("pgmigrate_fail");
-	return it == counters.end() ? std::nullopt : std::optional<uint64_t>(it->second);
+	auto counter = [&](const char *name) {
+		const auto it = counters.find(name);
+		return it == counters.end() ? std::nullopt : std::optional<uint64_t>(it->second);
+	};
+	return {counter("pgmigrate_fail"), counter("pgmigrate_success")};
 }
 
-// text written to file by a child process, which is killed at the bound,
-// or, where a refusal is expected, once the pages failed to migrate
+// text written to file by a child process, which is killed once the
+// kernel has moved no page for the bound (pgmigrate_success, where the
+// kernel counts it; else at the bound), at most progress_cap_factor bounds
+// in all, or, where a refusal is expected, once the pages failed to migrate
 // failed_migrations_proof times: the kernel's offlining loop stops only
-// for a fatal signal. The failed migrations are counted in any case.
+// for a fatal signal. A block still moving its pages is slow, not stuck (a
+// busy TCG guest took 11.9 s for one). The failed migrations are counted
+// in any case.
 child_answer write_in_child(const fs::path &file, const std::string &text, give_back_patience patience)
 {
 	const auto t0 = clock::now();
-	const auto failed_before = pgmigrate_fail();
+	const migrations before = migration_counts();
 	pid_t pid = fork();
 	if (pid < 0)
 		throw last_sys_error("fork");
@@ -81,13 +93,18 @@ child_answer write_in_child(const fs::path &file, const std::string &text, give_
 	child_answer a;
 	int status = 0;
 	auto since = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count(); };
-	auto proved = [&] {
-		return patience.refusal_expected && a.failed_migrations.value_or(0) >= failed_migrations_proof;
-	};
+	auto last_progress = t0;
+	std::optional<uint64_t> moved = before.succeeded;
 	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (const auto now = pgmigrate_fail(); failed_before && now)
-			a.failed_migrations = *now - *failed_before;
-		if (clock::now() - t0 >= patience.bound || proved()) {
+		const migrations now = migration_counts();
+		if (before.failed && now.failed)
+			a.failed_migrations = *now.failed - *before.failed;
+		if (moved && now.succeeded && *now.succeeded != *moved) {
+			moved = now.succeeded;
+			last_progress = clock::now();
+		}
+		const auto t = clock::now();
+		if (stop_attempt_now(patience, t - t0, t - last_progress, a.failed_migrations)) {
 			kill(pid, SIGKILL);
 			a.alive_after_kill = reap_within(pid, status, exit_after_kill);
 			a.latency_ns = since();
@@ -290,6 +307,14 @@ give_back_attempt give_back_cma(uint64_t pfn, std::chrono::milliseconds bound)
 }
 
 } // namespace
+
+bool stop_attempt_now(give_back_patience patience, std::chrono::nanoseconds since_start,
+		      std::chrono::nanoseconds since_progress, std::optional<uint64_t> failed_migrations)
+{
+	if (patience.refusal_expected && failed_migrations.value_or(0) >= failed_migrations_proof)
+		return true;
+	return since_progress >= patience.bound || since_start >= patience.bound * progress_cap_factor;
+}
 
 void answer_unfinished_offline(give_back_attempt &g, std::optional<uint64_t> failed_migrations,
 			       give_back_patience patience)

@@ -42,13 +42,16 @@ struct give_back_attempt {
 // `failed_migrations_proof` times while the block offlines is the refusal,
 // shown without waiting out the bound.
 struct give_back_patience {
-	std::chrono::milliseconds bound;
+	std::chrono::milliseconds bound;	// without progress (see offline_bound)
 	bool refusal_expected;	// stop at the proof of refusal (never where the memory is expected back)
 };
 
 // A busy machine (memory pressure, TCG) can take seconds to move a block
-// before it even reaches the page a pin holds.
+// before it even reaches the page a pin holds: the bound is how long an
+// attempt may go without the kernel moving a page (pgmigrate_success), and
+// an attempt that keeps moving pages has progress_cap_factor bounds at most.
 inline constexpr std::chrono::milliseconds offline_bound = std::chrono::seconds(12);
+inline constexpr int progress_cap_factor = 2;
 // Where a refusal is expected (B's first pin held): the proof, or the bound
 // (a quiet machine proves it within half a second).
 inline constexpr give_back_patience expecting_refusal{offline_bound, true};
@@ -59,6 +62,13 @@ inline constexpr give_back_patience expecting_return{offline_bound, false};
 // Failed migrations of the block's pages, while it offlines, that prove a
 // refusal: more than one, so that one page held for a moment is not it.
 inline constexpr uint64_t failed_migrations_proof = 3;
+
+// Whether an attempt still running is stopped now: the proof of a refusal
+// (where one is expected), the bound passed since the kernel last moved a
+// page (since the start where it counts none), or progress_cap_factor
+// bounds since the start.
+bool stop_attempt_now(give_back_patience patience, std::chrono::nanoseconds since_start,
+		      std::chrono::nanoseconds since_progress, std::optional<uint64_t> failed_migrations);
 
 // The answer of an offline that had not ended when the child was killed (at
 // the proof, or at the bound), from /proc/vmstat's pgmigrate_fail rise

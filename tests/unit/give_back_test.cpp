@@ -101,3 +101,19 @@ TEST(GiveBack, AChildThatDoesNotExitIsLeftWithWhereItWas)
 	EXPECT_EQ(reap_within(sleeper, status, std::chrono::seconds(10)), std::nullopt);
 	EXPECT_TRUE(WIFSIGNALED(status));
 }
+
+// A block whose pages the kernel keeps moving is slow, not stuck: the
+// bound counts from the last page moved (a busy fleet node took 11.9 s for
+// one, against the 12 s that was the whole bound), up to twice the bound.
+TEST(GiveBack, ABlockStillMovingPagesIsNotStoppedAtTheBound)
+{
+	using std::chrono::seconds;
+	const auto b = expecting_return.bound;
+	EXPECT_FALSE(stop_attempt_now(expecting_return, b + seconds(3), seconds(1), 0));
+	EXPECT_TRUE(stop_attempt_now(expecting_return, b + seconds(3), b, 0)) << "nothing moved for the bound";
+	EXPECT_TRUE(stop_attempt_now(expecting_return, b * progress_cap_factor, seconds(0), 0)) << "the cap";
+	// Where a refusal is expected, the proof stops it at once; where the
+	// memory is expected back, failed migrations alone do not.
+	EXPECT_TRUE(stop_attempt_now(expecting_refusal, seconds(1), seconds(0), failed_migrations_proof));
+	EXPECT_FALSE(stop_attempt_now(expecting_return, seconds(1), seconds(0), failed_migrations_proof));
+}
