@@ -26,6 +26,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kernel_info.hpp"
+#include "kernel_rules.hpp"
+#include "known_bugs.hpp"
 #include "kernel_log.hpp"
 #include "ktap.hpp"
 #include "pin_module.hpp"
@@ -722,8 +724,7 @@ void finish_doc(json &doc, const std::vector<std::unique_ptr<suite>> &suites, co
 	doc["vmstat_after"] = vmstat_pins();
 	doc["finished_at"] = now_iso8601();
 	doc["complete"] = true;
-	doc["summary"] = {{"pass", summary.pass}, {"fail", summary.fail}, {"skip", summary.skip},
-			  {"error", summary.error}};
+	doc["summary"] = summary_json(summary);
 	doc["verdict"] = name(summary.overall);
 }
 
@@ -755,6 +756,7 @@ case_record record_of(const plan_entry &e, const case_context &run, run_state &s
 		return r;
 	}
 	case_record r = run_one(e, run.cannot_run.at(e.owner), run.fault, run.opt, st.klog, doc);
+	apply_known_bugs(r, running_kernel_version(), run.opt.strict);
 	note_earlier_kernel_bug(r, st.first_bug);
 	if (!st.first_bug && r.details.contains("kernel_alarms"))
 		st.first_bug = earlier_bug{r.id, r.details["kernel_alarms"][0].get<std::string>()};
@@ -796,8 +798,7 @@ void run_cases(const std::vector<plan_entry> &plan, const case_context &run, jso
 int print_end(const json &doc, const run_summary &summary, const results_keeper &results, size_t planned)
 {
 	std::cout << '\n' << format_table_for_stdout(doc["cases"]);
-	std::cout << "summary: pass " << summary.pass << ", fail " << summary.fail << ", skip " << summary.skip
-		  << ", error " << summary.error << " -> " << doc["verdict"].get<std::string>() << '\n';
+	std::cout << "summary: " << summary_text(summary) << " -> " << doc["verdict"].get<std::string>() << '\n';
 	if (!results.all_written()) {
 		std::cout << "results: NOT all written to " << results.file().string() << " (errors above): "
 			  << results.written() << " of " << planned << " case(s) kept" << std::endl;

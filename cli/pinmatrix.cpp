@@ -36,6 +36,9 @@ constexpr int exit_usage = 2;
 // kselftest's KSFT_SKIP, as a run whose every case skipped (matrix/results.hpp):
 // what this machine lacks is not the user's mistake (2 reads as XFAIL there).
 constexpr int exit_cannot_run = 4;
+constexpr const char *strict_help =
+	"Count a failure that a known bug of this kernel predicts (XFAIL, matrix/known_bugs.cpp) as a FAIL, "
+	"and a pass where such a bug should have shown (XPASS) too";
 
 void print_cases(const suite_options &opt)
 {
@@ -260,6 +263,7 @@ subcommand add_run(CLI::App &app)
 			"kernel-oops-at=CASE");
 	add_pin_options(cmd, run->pins)->excludes(module);
 	add_format_option(cmd, run->format);
+	cmd->add_flag("--strict", run->strict, strict_help);
 	return {cmd, [run, cases] {
 			run->cases = case_list(*cases);
 			return run_matrix(*run);
@@ -273,6 +277,7 @@ void add_vm_guest_options(CLI::App *cmd, vm_options &vm, std::vector<std::string
 	cmd->add_option("--fault", vm.fault,
 			"Fault injection in the guest: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | "
 			"kernel-hang-in-thread-at=CASE | kernel-spin-at=CASE | kernel-oops-at=CASE");
+	cmd->add_flag("--strict", vm.strict, strict_help);
 	cmd->add_option("--case-timeout", vm.case_timeout_s, "Seconds a case may take in the guest")
 		->check(whole_number(1, INT_MAX))
 		->capture_default_str();

@@ -91,7 +91,7 @@ case_record case_record_from_json(const json &j)
 	const std::string v = text(j, "verdict", true);
 	r.outcome = verdict_of(v);
 	if (name(r.outcome) != v)
-		refuse(j, "verdict \"" + v + "\" is not pass, fail, skip or error");
+		refuse(j, "verdict \"" + v + "\" is not pass, fail, xfail, xpass, skip or error");
 	r.reason = text(j, "reason", false);
 	if (!j.contains("expected") || !j["expected"].is_object() || !j["expected"].contains("summary"))
 		refuse(j, "expected is not an object with a summary");

@@ -21,6 +21,8 @@ void count(run_summary &s, verdict v)
 	switch (v) {
 	case verdict::pass: s.pass++; break;
 	case verdict::fail: s.fail++; break;
+	case verdict::xfail: s.xfail++; break;
+	case verdict::xpass: s.xpass++; break;
 	case verdict::skip: s.skip++; break;
 	case verdict::error: s.error++; break;
 	}
@@ -37,11 +39,25 @@ run_summary summarize_json(const json &cases)
 	return s;
 }
 
+json summary_json(const run_summary &s)
+{
+	return {{"pass", s.pass}, {"fail", s.fail}, {"xfail", s.xfail}, {"xpass", s.xpass},
+		{"skip", s.skip}, {"error", s.error}};
+}
+
+std::string summary_text(const run_summary &s)
+{
+	std::string text = "pass " + std::to_string(s.pass) + ", fail " + std::to_string(s.fail);
+	if (s.xfail || s.xpass)
+		text += ", xfail " + std::to_string(s.xfail) + ", xpass " + std::to_string(s.xpass);
+	return text + ", skip " + std::to_string(s.skip) + ", error " + std::to_string(s.error);
+}
+
 int exit_code(const run_summary &s)
 {
 	if (s.fail || s.error)
 		return 1;
-	if (!s.pass)
+	if (!s.pass && !s.xfail && !s.xpass)
 		return 4;
 	return 0;
 }

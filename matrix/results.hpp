@@ -22,11 +22,19 @@ inline constexpr const char *results_schema = "pinmatrix/1";
 
 struct run_summary {
 	int pass = 0, fail = 0, skip = 0, error = 0;
+	int xfail = 0, xpass = 0;	// known kernel bugs (matrix/known_bugs.hpp)
 	verdict overall = verdict::skip;
 };
 run_summary summarize_json(const nlohmann::json &cases);
+// results.json's "summary": {pass, fail, xfail, xpass, skip, error}.
+nlohmann::json summary_json(const run_summary &s);
+// "pass 50, fail 0, xfail 1, skip 3, error 0" (xfail and xpass only when
+// there are some).
+std::string summary_text(const run_summary &s);
 
-// 0 all pass (or pass and skip), 1 any fail or error, 4 all skipped.
+// 0 all pass (or pass and skip; expected failures and unexpected passes
+// too: --strict has made both failures before), 1 any fail or error, 4 all
+// skipped.
 int exit_code(const run_summary &s);
 
 // Writes pretty JSON to path through a temporary file and rename(), so a

@@ -242,17 +242,23 @@ std::vector<record_pair> pair_by_kernel(const std::vector<kernel_record> &old_re
 	return out;
 }
 
+// An xpass is a pass (the known-bug table is what is out of date); an
+// xfail after a pass is a regression all the same: the update brought a
+// known bug in, and an xfail that became another failure is a new one.
 verdict_change classify(verdict before, verdict after)
 {
 	if (before == after)
 		return verdict_change::unchanged;
-	if (after == verdict::pass)
-		return verdict_change::improvement;
-	if (before == verdict::pass && (after == verdict::fail || after == verdict::error))
+	const bool passed = before == verdict::pass || before == verdict::xpass;
+	if (after == verdict::pass || after == verdict::xpass)
+		return passed ? verdict_change::unchanged : verdict_change::improvement;
+	if ((passed || before == verdict::xfail) && counts_as_failure(after))
+		return verdict_change::regression;
+	if (passed && after == verdict::xfail)
 		return verdict_change::regression;
 	// Coverage lost is a regression: a kernel on which the module does not
 	// load (or the device is gone) must not pass the gate by skipping.
-	if (before == verdict::pass && after == verdict::skip)
+	if (passed && after == verdict::skip)
 		return verdict_change::skipped;
 	return verdict_change::changed;
 }
@@ -260,7 +266,7 @@ verdict_change classify(verdict before, verdict after)
 // Why NEW's record is not a pass.
 std::string detail_of(const kernel_record &r)
 {
-	if (r.result == verdict::fail)
+	if (r.result == verdict::fail || r.result == verdict::xfail)
 		return "expected " + r.expected + ", observed " + r.observed +
 		       (r.reason.empty() ? "" : ": " + one_line(r.reason));
 	return r.result == verdict::pass ? "" : one_line(r.reason);
@@ -316,6 +322,8 @@ compared_run side_of(const json &doc, const run_view &run)
 	side.fail = run.fail;
 	side.skip = run.skip;
 	side.error = run.error;
+	side.xfail = run.xfail;
+	side.xpass = run.xpass;
 	side.incomplete = incomplete(doc);
 	return side;
 }
@@ -393,8 +401,9 @@ std::string kernels_text(const compared_run &r)
 
 std::string counts_text(const compared_run &r)
 {
-	return "pass " + std::to_string(r.pass) + ", fail " + std::to_string(r.fail) + ", skip " +
-	       std::to_string(r.skip) + ", error " + std::to_string(r.error) +
+	return "pass " + std::to_string(r.pass) + ", fail " + std::to_string(r.fail) +
+	       (r.xfail || r.xpass ? ", xfail " + std::to_string(r.xfail) + ", xpass " + std::to_string(r.xpass) : "") +
+	       ", skip " + std::to_string(r.skip) + ", error " + std::to_string(r.error) +
 	       (r.incomplete ? " (run incomplete)" : "");
 }
 
@@ -511,8 +520,8 @@ json side_json(const std::optional<verdict> &result, const std::optional<kernel_
 
 json run_json(const compared_run &r)
 {
-	return {{"path", r.path}, {"kernels", r.kernels}, {"pass", r.pass},		{"fail", r.fail},
-		{"skip", r.skip}, {"error", r.error},	  {"incomplete", r.incomplete}};
+	return {{"path", r.path}, {"kernels", r.kernels}, {"pass", r.pass},   {"fail", r.fail},	{"xfail", r.xfail},
+		{"xpass", r.xpass}, {"skip", r.skip},	  {"error", r.error}, {"incomplete", r.incomplete}};
 }
 
 } // namespace

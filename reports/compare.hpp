@@ -74,6 +74,7 @@ struct compared_run {
 	std::vector<std::string> kernels;	// name and release, each once, in order
 	bool kernel_per_row = false;		// several kernels or boots: rows name theirs
 	int pass = 0, fail = 0, skip = 0, error = 0;
+	int xfail = 0, xpass = 0;
 	bool incomplete = false;
 };
 

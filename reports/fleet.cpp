@@ -209,7 +209,7 @@ json merge_fleet(const std::vector<fs::path> &node_dirs)
 		fleet["nodes"].push_back(entry);
 	}
 	const auto s = summarize_json(fleet["cases"]);
-	fleet["summary"] = {{"pass", s.pass}, {"fail", s.fail}, {"skip", s.skip}, {"error", s.error}};
+	fleet["summary"] = summary_json(s);
 	fleet["verdict"] = name(s.overall);
 	return fleet;
 }

@@ -46,6 +46,8 @@ const char *verdict_class(verdict o)
 	case verdict::pass: return "v-pass";
 	case verdict::fail: return "v-fail";
 	case verdict::skip: return "v-skip";
+	case verdict::xfail: return "v-xfail";
+	case verdict::xpass: return "v-xpass";
 	case verdict::error: break;
 	}
 	return "v-error";
@@ -63,6 +65,8 @@ const char *verdict_color(verdict o)
 	case verdict::pass: return "#1a7f37";
 	case verdict::fail: return "#cf222e";
 	case verdict::skip: return "#6e7781";
+	case verdict::xfail: return "#8250df";
+	case verdict::xpass: return "#9a6700";
 	case verdict::error: break;
 	}
 	return "#bc4c00";
@@ -78,6 +82,7 @@ const char *kernel_color(size_t i)
 const char *style = R"css(
 :root { --pass:#1a7f37; --pass-bg:#dafbe1; --fail:#cf222e; --fail-bg:#ffebe9;
   --error:#bc4c00; --error-bg:#fff1e5; --skip:#59636e; --skip-bg:#eaeef2;
+  --xfail:#8250df; --xfail-bg:#fbefff; --xpass:#9a6700; --xpass-bg:#fff8c5;
   --ink:#1f2328; --muted:#59636e; --line:#d1d9e0; --paper:#ffffff; --page:#f6f8fa; }
 * { box-sizing: border-box; }
 body { margin: 0; color: var(--ink); background: var(--page);
@@ -87,6 +92,7 @@ a { color: #0969da; text-decoration: none; } a:hover { text-decoration: underlin
 header.banner { color: #fff; padding: 18px 28px 16px; }
 header.banner.v-pass { background: var(--pass); } header.banner.v-fail { background: var(--fail); }
 header.banner.v-error { background: var(--error); } header.banner.v-skip { background: #57606a; }
+header.banner.v-xfail { background: var(--xfail); } header.banner.v-xpass { background: var(--xpass); }
 .banner .top { display: flex; align-items: baseline; gap: 22px; flex-wrap: wrap; }
 .banner .verdict { font-size: 34px; font-weight: 800; letter-spacing: .04em; }
 .banner .what { font-size: 17px; font-weight: 600; }
@@ -96,6 +102,7 @@ header.banner.v-error { background: var(--error); } header.banner.v-skip { backg
 .count { background: #fff; border-radius: 999px; padding: 3px 12px; font-weight: 700; }
 .count.v-pass { color: var(--pass); } .count.v-fail { color: var(--fail); }
 .count.v-error { color: var(--error); } .count.v-skip { color: var(--skip); }
+.count.v-xfail { color: var(--xfail); } .count.v-xpass { color: var(--xpass); }
 .count.zero { opacity: .55; font-weight: 500; }
 main { max-width: 1360px; margin: 0 auto; padding: 4px 24px 40px; }
 section { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 14px 20px 16px; margin: 16px 0; }
@@ -106,6 +113,7 @@ h4 { font-size: 13px; margin: 12px 0 4px; color: var(--muted); text-transform: u
   font-weight: 700; font-size: 12px; line-height: 20px; color: #fff; }
 .badge.v-pass { background: var(--pass); } .badge.v-fail { background: var(--fail); }
 .badge.v-error { background: var(--error); } .badge.v-skip { background: var(--skip); }
+.badge.v-xfail { background: var(--xfail); } .badge.v-xpass { background: var(--xpass); }
 ol.attention { margin: 0; padding: 0; list-style: none; }
 ol.attention li { border-left: 5px solid var(--fail); background: var(--fail-bg); padding: 8px 12px; margin: 6px 0; border-radius: 0 6px 6px 0; }
 ol.attention li.v-error { border-color: var(--error); background: var(--error-bg); }
@@ -114,6 +122,8 @@ ol.attention .eo { display: block; color: var(--muted); }
 .allgood { color: var(--pass); font-weight: 600; margin: 0; }
 .skips { margin: 10px 0 0; color: var(--muted); }
 .alarm { border: 2px solid var(--error); background: var(--error-bg); border-radius: 6px; padding: 8px 12px; margin: 8px 0; }
+.alarm.v-xpass { border-color: var(--xpass); background: var(--xpass-bg); }
+.known-bugs { margin: 10px 0 0; } .known-bugs li { margin: 4px 0; }
 table.grid { border-collapse: separate; border-spacing: 4px; }
 table.grid th { font-weight: 600; padding: 4px 8px; text-align: center; }
 table.grid th.kernel { background: #ddf4ff; border-radius: 4px; }
@@ -127,9 +137,12 @@ table.grid td.empty { color: var(--muted); text-align: center; }
 .cell.v-fail { background: var(--fail-bg); border: 2px solid var(--fail); }
 .cell.v-error { background: var(--error-bg); border: 2px solid var(--error); }
 .cell.v-skip { background: var(--skip-bg); border-color: #d0d7de; }
+.cell.v-xfail { background: var(--xfail-bg); border: 2px solid var(--xfail); }
+.cell.v-xpass { background: var(--xpass-bg); border: 2px solid var(--xpass); }
 .cell .cid { font-weight: 700; } .cell .cv { float: right; font-weight: 700; font-size: 12px; }
 .cell.v-pass .cv { color: var(--pass); } .cell.v-fail .cv { color: var(--fail); }
 .cell.v-error .cv { color: var(--error); } .cell.v-skip .cv { color: var(--skip); }
+.cell.v-xfail .cv { color: var(--xfail); } .cell.v-xpass .cv { color: var(--xpass); }
 .cell .co { display: block; font-size: 12px; color: var(--muted); overflow-wrap: anywhere; }
 .scroll { overflow-x: auto; }
 .cells-caption { color: var(--muted); padding: 8px 4px 4px; }
@@ -746,6 +759,7 @@ void render_banner(std::ostringstream &out, const run_view &run, const json &doc
 		out << " on " << run.kernels.size() << " kernels";
 	out << "</span></div>\n<div class=\"counts\">";
 	for (auto [o, n] : {std::pair{verdict::fail, run.fail}, std::pair{verdict::error, run.error},
+			    std::pair{verdict::xpass, run.xpass}, std::pair{verdict::xfail, run.xfail},
 			    std::pair{verdict::pass, run.pass}, std::pair{verdict::skip, run.skip}})
 		out << "<span class=\"count " << verdict_class(o) << (n ? "" : " zero") << "\">" << n << " " << name(o)
 		    << "</span>";
@@ -832,6 +846,45 @@ void render_skips(std::ostringstream &out, const run_view &run)
 	out << "</div>\n";
 }
 
+// The known kernel bugs the run met, with the fix to pick up; an
+// unexpected pass as an alarm above everything else.
+void render_known_bugs(std::ostringstream &out, const run_view &run)
+{
+	const auto bugs = known_bugs_met(run);
+	if (bugs.empty())
+		return;
+	auto case_links = [&](const std::vector<const case_view *> &cases) {
+		std::string links;
+		for (const auto *c : cases)
+			links += (links.empty() ? "" : ", ") + std::string("<a href=\"#") + ha(c->anchor) + "\">" +
+				 h(c->title()) + "</a>" +
+				 (run.several_kernels() ? " <span class=\"muted\">on " + h(c->kernel.label()) + "</span>" : "");
+		return links;
+	};
+	out << "<div class=\"known-bugs\"><b>Known kernel bugs</b><ul>\n";
+	for (const auto &b : bugs) {
+		out << "<li>" << badge(b.xpass.empty() ? verdict::xfail : verdict::xpass) << " <b>" << h(b.id)
+		    << "</b>: " << h(b.title) << " <span class=\"muted\">(" << h(b.where) << "; kernels "
+		    << h(b.kernels) << ")</span><br>fix: " << h(b.fix);
+		if (!b.xfail.empty())
+			out << "<br>expected failure: " << case_links(b.xfail);
+		if (!b.xpass.empty())
+			out << "<br>unexpected pass: " << case_links(b.xpass);
+		out << "</li>\n";
+	}
+	out << "</ul></div>\n";
+}
+
+void render_unexpected_passes(std::ostringstream &out, const run_view &run)
+{
+	for (const auto &b : known_bugs_met(run))
+		for (const auto *c : b.xpass)
+			out << "<div class=\"alarm v-xpass\"><b>Unexpected pass</b> of <a href=\"#" << ha(c->anchor)
+			    << "\">" << h(c->title()) << "</a>: known bug " << h(b.id)
+			    << " should fail it on this kernel. The known-bug table is out of date, or this kernel "
+			       "carries the fix.</div>\n";
+}
+
 // What needs attention, with the reason, before anything else.
 void render_attention(std::ostringstream &out, const run_view &run, const json &doc)
 {
@@ -846,7 +899,9 @@ void render_attention(std::ostringstream &out, const run_view &run, const json &
 			out << "<pre class=\"serial\">" << h(g.serial_excerpt) << "</pre>";
 		out << "</div>\n";
 	}
+	render_unexpected_passes(out, run);
 	render_failures(out, run);
+	render_known_bugs(out, run);
 	render_skips(out, run);
 	out << "</section>\n";
 }
@@ -859,7 +914,7 @@ void render_matrix(std::ostringstream &out, const run_view &run)
 	for (const auto &g : grids_of(run))
 		render_grid(out, run, g);
 	out << "<div class=\"legend\">";
-	for (auto o : {verdict::pass, verdict::fail, verdict::error, verdict::skip})
+	for (auto o : {verdict::pass, verdict::fail, verdict::error, verdict::xfail, verdict::xpass, verdict::skip})
 		out << "<span><span class=\"sw " << verdict_class(o) << "\"></span>" << name(o) << "</span>";
 	out << "<span>click a cell for its evidence</span></div>\n</section>\n";
 }

@@ -186,9 +186,17 @@ bool not_reached(const case_view &c)
 	return c.result == verdict::error && n && n->is_boolean() && n->get<bool>();
 }
 
+// KCIDB has no expected failure: an xfail is a FAIL with an incident of its
+// known bug, an xpass a PASS with the bug's incident absent.
 std::string status_of(const case_view &c)
 {
-	return not_reached(c) ? "MISS" : upper_name(c.result);
+	if (not_reached(c))
+		return "MISS";
+	switch (c.result) {
+	case verdict::xfail: return "FAIL";
+	case verdict::xpass: return "PASS";
+	default: return upper_name(c.result);
+	}
 }
 
 // A record's started_at when it is an RFC 3339 time, else empty.
@@ -354,6 +362,43 @@ void add_bench_tests(json &out, const json &doc, const json &bench, std::vector<
 			bench_test_of(entries[i], run_id + "-bench-" + std::to_string(i + 1), builds[b], environment, origin));
 }
 
+// A known kernel bug as a KCIDB issue (the code is the culprit), and each
+// case it met as an incident of the case's test: present for an xfail,
+// absent for an xpass.
+void add_known_bugs(json &out, const run_view &run, const std::vector<std::string> &test_ids,
+		    const std::string &origin)
+{
+	out["issues"] = json::array();
+	out["incidents"] = json::array();
+	std::map<const case_view *, size_t> test_of_case;
+	for (size_t i = 0; i < run.cases.size(); i++)
+		test_of_case[&run.cases[i]] = i;
+	for (const auto &b : known_bugs_met(run)) {
+		const std::string issue_id = origin + ":pinmatrix-known-bug-" + b.id;
+		out["issues"].push_back({{"id", issue_id},
+					 {"version", 1},
+					 {"origin", origin},
+					 {"report_subject", b.title},
+					 {"comment", b.title + " (" + b.where + ")"},
+					 {"culprit", {{"code", true}, {"tool", false}, {"harness", false}}},
+					 {"test_status", "FAIL"},
+					 {"misc", {{"known_bug", b.id}, {"kernels", b.kernels}, {"fix", b.fix}}}});
+		for (const auto &[present, cases] : {std::pair{true, &b.xfail}, std::pair{false, &b.xpass}})
+			for (const auto *c : *cases) {
+				const std::string &test_id = test_ids[test_of_case.at(c)];
+				out["incidents"].push_back(
+					{{"id", test_id + "-" + b.id},
+					 {"origin", origin},
+					 {"issue_id", issue_id},
+					 {"issue_version", 1},
+					 {"test_id", test_id},
+					 {"present", present},
+					 {"comment", std::string(present ? "expected failure: " : "unexpected pass: ") +
+							     c->reason}});
+			}
+	}
+}
+
 void check_origin(const std::string &origin)
 {
 	if (origin.empty())
@@ -373,11 +418,14 @@ json format_kcidb(const json &doc, const std::string &origin, const json *bench)
 	const std::string run_id = origin + ":pinmatrix-" + digest(dumped(doc));
 	std::vector<kernel_build> builds;
 	json out = {{"version", {{"major", kcidb_major}, {"minor", kcidb_minor}}}, {"tests", json::array()}};
+	std::vector<std::string> test_ids;
 	for (size_t i = 0; i < run.cases.size(); i++) {
 		const case_view &c = run.cases[i];
 		const size_t b = build_index(builds, doc, c.record, c.kernel.name, c.kernel.release, origin, run_id);
-		out["tests"].push_back(test_of(run, c, run_id + "-" + std::to_string(i + 1), builds[b], origin));
+		test_ids.push_back(run_id + "-" + std::to_string(i + 1));
+		out["tests"].push_back(test_of(run, c, test_ids.back(), builds[b], origin));
 	}
+	add_known_bugs(out, run, test_ids, origin);
 	if (bench)
 		add_bench_tests(out, doc, *bench, builds, origin, run_id);
 	out["checkouts"] = json::array();

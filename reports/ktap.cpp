@@ -204,8 +204,9 @@ void ktap_stream::end(const json &doc)
 			guest_ending(*vm);
 	if (incomplete(doc))
 		diagnostic("the run did not complete (results.json: \"complete\": false)");
-	line("# Totals: pass:" + std::to_string(pass_) + " fail:" + std::to_string(fail_) +
-	     " xfail:0 xpass:0 skip:" + std::to_string(skip_) + " error:" + std::to_string(error_));
+	line("# Totals: pass:" + std::to_string(pass_) + " fail:" + std::to_string(fail_) + " xfail:" +
+	     std::to_string(xfail_) + " xpass:" + std::to_string(xpass_) + " skip:" + std::to_string(skip_) +
+	     " error:" + std::to_string(error_));
 	flush();
 }
 
@@ -296,14 +297,16 @@ void ktap_stream::case_diagnostics(const case_view &c)
 		diagnostic(facts_of(c));
 	for (const auto &path : kernel_paths_of(c))
 		diagnostic(path);
-	if (c.result == verdict::fail || timed_out_after_s(c))
+	if (c.result == verdict::fail || c.result == verdict::xpass || timed_out_after_s(c))
 		diagnostic(c.id + ": " + c.reason);
 	if (c.result == verdict::error)
 		serial_log(c.id, own_serial_excerpt(c));
 }
 
 // SKIP and ERROR with the reason; a case the runner ended at its
-// --case-timeout as kselftest's runner reports one ("# TIMEOUT 60 seconds").
+// --case-timeout as kselftest's runner reports one ("# TIMEOUT 60 seconds");
+// a known kernel bug's expected failure and unexpected pass as kselftest's
+// ksft_test_result_xfail() and _xpass() print them ("ok 3 # XFAIL why").
 void ktap_stream::case_result(const case_view &c)
 {
 	const std::string desc = description_text(c.title());
@@ -317,6 +320,12 @@ void ktap_stream::case_result(const case_view &c)
 	case verdict::fail:
 		fail_++;
 		return result(false, desc);
+	case verdict::xfail:
+		xfail_++;
+		return result(true, desc, "XFAIL", one_line(c.reason));
+	case verdict::xpass:
+		xpass_++;
+		return result(true, desc, "XPASS", one_line(c.reason));
 	case verdict::error:
 		error_++;
 		if (auto s = timed_out_after_s(c))

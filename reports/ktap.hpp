@@ -106,7 +106,7 @@ private:
 	size_t group_ = 0, suite_ = 0;	// the next in plan_
 	// The top level and the subtests now open in it, outermost first.
 	std::vector<level> open_;
-	int pass_ = 0, fail_ = 0, skip_ = 0, error_ = 0;
+	int pass_ = 0, fail_ = 0, xfail_ = 0, xpass_ = 0, skip_ = 0, error_ = 0;
 	// Serial log excerpts shown, and where: each is shown once.
 	std::vector<std::pair<std::string, std::string>> shown_;
 };

@@ -53,7 +53,7 @@ tally tally_of(const json &doc)
 		const where w{c.kernel.name.empty() ? c.kernel.release : c.kernel.name, c.kernel.boot};
 		cell &x = t.by_mutant[mutant_of(c.kernel.append)][w];
 		t.places.insert(w);
-		if (c.result == verdict::pass)
+		if (c.result == verdict::pass || c.result == verdict::xpass)
 			x.pass++;
 		else if (c.result == verdict::skip)
 			x.skip++;

@@ -262,10 +262,16 @@ std::string record_problem(const json &r)
 {
 	const auto verdict = r.find("verdict");
 	if (verdict == r.end())
-		return "no verdict (pass, fail, skip or error)";
-	if (!verdict->is_string() || !(*verdict == "pass" || *verdict == "fail" || *verdict == "skip" ||
-				       *verdict == "error"))
-		return "verdict " + quoted(*verdict) + " is not pass, fail, skip or error";
+		return "no verdict (pass, fail, xfail, xpass, skip or error)";
+	if (!verdict->is_string() || !is_verdict_name(verdict->get<std::string>()))
+		return "verdict " + quoted(*verdict) + " is not pass, fail, xfail, xpass, skip or error";
+	// An expected failure or unexpected pass names the known bug it is about.
+	if (*verdict == "xfail" || *verdict == "xpass") {
+		const json *bug = member(r, "known_bug");
+		const json *id = bug && bug->is_object() ? member(*bug, "id") : nullptr;
+		if (!id || !id->is_string())
+			return "verdict " + verdict->get<std::string>() + " without a known_bug object naming its id";
+	}
 	for (const auto &rule : field_rules)
 		if (const json *v = member(r, rule.key); v && !rule.fits(*v))
 			return std::string(rule.key) + " is not " + rule.expected;
@@ -386,19 +392,14 @@ run_view view_run(const json &doc)
 		switch (c.result) {
 		case verdict::pass: run.pass++; break;
 		case verdict::fail: run.fail++; break;
+		case verdict::xfail: run.xfail++; break;
+		case verdict::xpass: run.xpass++; break;
 		case verdict::skip: run.skip++; break;
 		case verdict::error: run.error++; break;
 		}
+		run.overall = worst(run.overall, c.result);
 		run.cases.push_back(std::move(c));
 	}
-	if (run.error)
-		run.overall = verdict::error;
-	else if (run.fail)
-		run.overall = verdict::fail;
-	else if (run.pass)
-		run.overall = verdict::pass;
-	else
-		run.overall = verdict::skip;
 	// A run that never reported its cases is not a pass.
 	if (run.cases.empty() && incomplete(doc))
 		run.overall = verdict::error;
@@ -476,10 +477,12 @@ std::vector<const case_view *> run_view::worst_first() const
 		switch (o) {
 		case verdict::fail: return 0;
 		case verdict::error: return 1;
-		case verdict::skip: return 2;
+		case verdict::xpass: return 2;
+		case verdict::xfail: return 3;
+		case verdict::skip: return 4;
 		case verdict::pass: break;
 		}
-		return 3;
+		return 5;
 	};
 	std::stable_sort(out.begin(), out.end(),
 			 [&](const case_view *a, const case_view *b) { return rank(a->result) < rank(b->result); });
@@ -499,6 +502,25 @@ std::vector<std::pair<std::string, std::vector<std::string>>> run_view::skip_rea
 		reasons[it->second].second.push_back(c.id);
 	}
 	return reasons;
+}
+
+std::vector<known_bug_met> known_bugs_met(const run_view &run)
+{
+	std::vector<known_bug_met> bugs;
+	std::map<std::string, size_t> index;
+	for (const auto &c : run.cases) {
+		if (c.result != verdict::xfail && c.result != verdict::xpass)
+			continue;
+		const json *bug = member(*c.record, "known_bug");
+		if (!bug || !bug->is_object())
+			continue;
+		const auto [it, fresh] = index.emplace(text_at(*bug, "id", "?"), bugs.size());
+		if (fresh)
+			bugs.push_back({it->first, text_at(*bug, "title", "-"), text_at(*bug, "where", "-"),
+					text_at(*bug, "fix_note", "-"), text_at(*bug, "kernels", "-")});
+		(c.result == verdict::xfail ? bugs[it->second].xfail : bugs[it->second].xpass).push_back(&c);
+	}
+	return bugs;
 }
 
 const json *group_entry(const json &doc, const kernel_config &k)

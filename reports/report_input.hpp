@@ -39,7 +39,7 @@ results_file load_results(const std::filesystem::path &dir_or_file);
 // What is read is bounded (size and depth): read_json() (results.hpp).
 // Throws usage_error unless doc is schema pinmatrix/1 with a "cases" array
 // whose every record is an object with a string id and a verdict of pass,
-// fail, skip or error, whose fields the reports read have their types
+// fail, xfail, xpass, skip or error (an xfail or xpass with its known_bug), whose fields the reports read have their types
 // (strings, numbers, objects), and which is the only record of its suite,
 // placement and id on its kernel and boot. The message names the record
 // ("case 3 (B)") and what is wrong.
@@ -86,13 +86,14 @@ struct run_view {
 	std::vector<case_view> cases;		// document order
 	std::vector<kernel_config> kernels;	// in order of first appearance
 	int pass = 0, fail = 0, skip = 0, error = 0;
-	verdict overall = verdict::skip;	// KernelCI order: error > fail > pass > skip
+	int xfail = 0, xpass = 0;		// known kernel bugs (matrix/known_bugs.hpp)
+	verdict overall = verdict::skip;	// error > fail > xpass > xfail > pass > skip (worst())
 
 	bool several_kernels() const { return kernels.size() > 1; }
 	size_t total() const { return cases.size(); }
 	// What a reader should see first: failures (a contract the kernel
-	// broke), then errors (the run broke), skips, passes; document order
-	// within each.
+	// broke), then errors (the run broke), unexpected passes, expected
+	// failures, skips, passes; document order within each.
 	std::vector<const case_view *> worst_first() const;
 	// Skipped cases by reason (skips share few reasons): each reason once,
 	// in order of first appearance, with the ids it skipped.
@@ -100,6 +101,15 @@ struct run_view {
 };
 // doc must stay alive as long as the view.
 run_view view_run(const json &doc);
+
+// A known kernel bug (matrix/known_bugs.hpp) as the run met it: the cases
+// it failed as predicted (xfail) and those it should have failed and did
+// not (xpass), each once, in order of first appearance.
+struct known_bug_met {
+	std::string id, title, where, fix, kernels;	// from the records' known_bug
+	std::vector<const case_view *> xfail, xpass;
+};
+std::vector<known_bug_met> known_bugs_met(const run_view &run);
 
 // The run says it stopped before its last case ("complete": false).
 bool incomplete(const json &doc);

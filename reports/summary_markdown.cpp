@@ -64,8 +64,10 @@ void render_heading(std::ostringstream &out, const run_view &run, const json &do
 	else if (!run.kernels.empty())
 		out << " on `" << run.kernels[0].label() << "`";
 	out << "\n\n";
-	out << "**" << run.fail << " fail, " << run.error << " error, " << run.pass << " pass, " << run.skip
-	    << " skip** of " << run.total() << (run.total() == 1 ? " case" : " cases");
+	out << "**" << run.fail << " fail, " << run.error << " error, ";
+	if (run.xfail || run.xpass)
+		out << run.xfail << " xfail, " << run.xpass << " xpass, ";
+	out << run.pass << " pass, " << run.skip << " skip** of " << run.total() << (run.total() == 1 ? " case" : " cases");
 	if (incomplete(doc))
 		out << " - **the run did not complete**";
 	out << "\n";
@@ -79,6 +81,36 @@ void render_heading(std::ostringstream &out, const run_view &run, const json &do
 		out << "\n" << (g.guest == "guest" ? "Guest" : "Guest `" + g.guest + "`") << ": "
 		    << markdown_text(g.ended)
 		    << " (serial log excerpt in report.html)\n";
+}
+
+// Unexpected passes first: the known-bug table says the case should fail here.
+void render_unexpected_passes(std::ostringstream &out, const run_view &run)
+{
+	for (const auto &b : known_bugs_met(run))
+		for (const auto *c : b.xpass)
+			out << "\n**Unexpected pass** of " << markdown_text(c->title())
+			    << (run.several_kernels() ? " on `" + c->kernel.label() + "`" : "") << ": known bug "
+			    << markdown_text(b.id) << " should fail it; the known-bug table is out of date, or this "
+			    << "kernel carries the fix\n";
+}
+
+// The known kernel bugs the run met: what, where, the cases, the fix.
+void render_known_bugs(std::ostringstream &out, const run_view &run)
+{
+	const auto bugs = known_bugs_met(run);
+	if (bugs.empty())
+		return;
+	out << "\n#### Known kernel bugs\n\n";
+	for (const auto &b : bugs) {
+		out << "- **" << markdown_text(b.id) << "**: " << markdown_text(b.title) << " ("
+		    << markdown_text(b.where) << "). Kernels: " << markdown_text(b.kernels)
+		    << ". Fix: " << markdown_text(b.fix) << ".";
+		for (const auto &[label, cases] : {std::pair{"expected failure", &b.xfail}, std::pair{"unexpected pass", &b.xpass}})
+			for (const auto *c : *cases)
+				out << " " << label << ": " << markdown_text(c->title())
+				    << (run.several_kernels() ? " on `" + c->kernel.label() + "`" : "") << ";";
+		out << "\n";
+	}
 }
 
 // Every case that failed or ended in error, worst first, with its reason.
@@ -208,7 +240,9 @@ std::string format_summary_markdown(const json &doc)
 	const run_view run = view_run(doc);
 	std::ostringstream out;
 	render_heading(out, run, doc);
+	render_unexpected_passes(out, run);
 	render_failing(out, run);
+	render_known_bugs(out, run);
 	render_skipped(out, run);
 	render_classified_errors(out, run);
 	render_case_table(out, run);

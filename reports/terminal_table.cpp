@@ -124,6 +124,36 @@ std::string wrap_words(const std::string &text, size_t width, size_t first_inden
 	return out + line + '\n';
 }
 
+namespace {
+
+// The known kernel bugs the cases met, each once: what, the fix, the cases.
+std::string known_bugs_block(const json &cases, size_t width, bool wrap)
+{
+	std::vector<std::pair<std::string, std::string>> bugs;	// id, its line so far
+	for (const auto &c : cases) {
+		const std::string v = c.value("verdict", "");
+		if ((v != "xfail" && v != "xpass") || !c.contains("known_bug") || !c["known_bug"].is_object())
+			continue;
+		const json &b = c["known_bug"];
+		const std::string id = b.value("id", "?");
+		auto it = std::find_if(bugs.begin(), bugs.end(), [&](const auto &e) { return e.first == id; });
+		if (it == bugs.end()) {
+			bugs.emplace_back(id, id + ": " + b.value("title", "-") + "; " + b.value("fix_note", "-") + ";");
+			it = bugs.end() - 1;
+		}
+		it->second += " " + std::string(v == "xfail" ? "expected failure " : "UNEXPECTED PASS ") +
+			      c.value("id", std::string("?")) + ";";
+	}
+	if (bugs.empty())
+		return "";
+	std::string out = "known kernel bugs:\n";
+	for (const auto &[id, line] : bugs)
+		out += wrap ? wrap_words(line, width, 2, 6) : "  " + line + '\n';
+	return out;
+}
+
+} // namespace
+
 std::string format_table(const json &cases, size_t width, bool wrap_reasons)
 {
 	table_ptr tb = new_table(width);
@@ -137,7 +167,7 @@ std::string format_table(const json &cases, size_t width, bool wrap_reasons)
 		const std::string line = c.value("id", std::string("?")) + ": " + c.value("verdict", "error") + ": " + reason;
 		out += wrap_reasons ? wrap_words(line, width, 2, 6) : "  " + line + '\n';
 	}
-	return out;
+	return out + known_bugs_block(cases, width, wrap_reasons);
 }
 
 std::string format_table_for_stdout(const json &cases)

@@ -32,6 +32,7 @@ struct vm_options {
 	std::string guest_cmd;
 	std::string fault;	// passed to `pinmatrix run --fault` in the guest
 	int case_timeout_s = 60;
+	bool strict = false;	// passed to `pinmatrix run --strict` in the guest
 	pin_sources pins;	// passed to `pinmatrix run` in the guest
 	// A managed node for tests (Ansible over SSH): QEMU user networking
 	// (restrict=on) forwards 127.0.0.1:ssh_port to the guest's sshd, which

@@ -43,11 +43,7 @@ const std::vector<backing_case> table = {
 	 {{every, 0, "migrate_pages() moves the THP whole, or splits it when no 2 MiB target is free"}}},
 	{"hugetlb-2m", "a 2 MiB hugetlbfs page in restricted memory: it moves to a fresh huge page outside",
 	 backing::hugetlb_2m, true, true, true, huge_2m, pages_after::out_of_restricted,
-	 {{every, 0, hugetlb_migrates,
-	   "follow_hugetlb_page() grabs the page with try_grab_folio(), whose FOLL_LONGTERM check (meant for "
-	   "GUP-fast) refuses a page that is not long-term pinnable: WARN_ON_ONCE and ENOMEM before the page "
-	   "can be migrated (seen on Debian's 6.1.192)"},
-	  {{6, 12, 0}, 0, hugetlb_migrates}}},
+	 {{every, 0, hugetlb_migrates}, {{6, 12, 0}, 0, hugetlb_migrates}}},
 	{"hugetlb-1g-cma", "a 1 GiB hugetlb page from hugetlb_cma: refused with ENOMEM (no gigantic page outside "
 			   "CMA to move it to), never registered in place",
 	 backing::hugetlb_1g, true, true, true, one_page, pages_after::out_of_restricted,
@@ -365,8 +361,6 @@ case_record not_run_case(const backing_case &c, verdict v, const std::string &re
 		r.expected["errno_name"] = errno_text(want->err);
 		r.expected["because"] = want->because;
 		r.expected["since"] = want->from == every ? "every kernel" : want->from.text();
-		if (want->known_bug)
-			r.expected["known_bug"] = want->known_bug;
 	}
 	r.outcome = v;
 	r.reason = reason;
@@ -390,8 +384,6 @@ case_record judge_case(const backing_case &c, const json &observation, const std
 		r.outcome = verdict::fail;
 		r.add_reason("ibv_reg_mr: " + errno_text(err) + ", expected " + errno_text(want->err) + " on " +
 			     (v ? v->text() : std::string("this kernel")) + " (" + want->because + ")");
-		if (want->known_bug)
-			r.add_reason(std::string("a known bug of this kernel: ") + want->known_bug);
 		return r;
 	}
 	if (err)

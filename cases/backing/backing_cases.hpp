@@ -32,14 +32,13 @@ enum class pages_after {
 };
 
 // From kernel `from` on (every kernel when it is 0.0.0) until the next
-// row's: ibv_reg_mr answers `err` (0: it registers).
-// A known bug of those kernels that breaks the outcome names itself in the
-// FAIL's reason; the expectation stays the contract.
+// row's: ibv_reg_mr answers `err` (0: it registers). The expectation stays
+// the contract; a known bug of some kernels that breaks it is in
+// matrix/known_bugs.cpp, which makes such a FAIL an expected one.
 struct version_outcome {
 	kernel_version from;
 	int err;
 	const char *because;	// where the kernel decides it
-	const char *known_bug = nullptr;
 };
 
 // Which of GUP's two paths a row's pin meets first. The kernel enforces the

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "kernel_rules.hpp"
 
-#include <regex>
-
 #include "kernel_info.hpp"
 
 namespace pinmatrix {
@@ -30,11 +28,6 @@ constexpr kernel_version v(int major, int minor, int patch)
 }
 
 } // namespace
-
-std::string kernel_version::text() const
-{
-	return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-}
 
 const std::vector<kernel_rule> &kernel_rules()
 {
@@ -72,37 +65,6 @@ std::optional<kernel_version> running_kernel_version()
 	return version;
 }
 
-std::optional<kernel_version> upstream_version(const std::string &release, const std::string &uname_v)
-{
-	static const std::regex debian(R"(Debian (\d+)\.(\d+)\.(\d+))");
-	static const std::regex debian_abi(R"(^\d+\.\d+\.0-\d+-)");
-	static const std::regex leading(R"(^(\d+)\.(\d+)(?:\.(\d+))?)");
-	std::smatch m;
-	auto to_version = [&] {
-		return kernel_version{std::stoi(m[1]), std::stoi(m[2]), m[3].matched ? std::stoi(m[3]) : 0};
-	};
-	if (std::regex_search(uname_v, m, debian))
-		return to_version();
-	if (std::regex_search(release, debian_abi))
-		return std::nullopt;	// an ABI name: its .0 is not the version
-	if (std::regex_search(release, m, leading))
-		return to_version();
-	return std::nullopt;
-}
-
-namespace {
-
-std::string ranges_text(const std::vector<version_range> &ranges)
-{
-	if (ranges.empty())
-		return "every kernel";
-	std::string s;
-	for (const auto &r : ranges)
-		s += (s.empty() ? "" : ", ") + r.first.text() + "-" + r.last.text();
-	return s;
-}
-
-} // namespace
 
 std::vector<applied_rule> rules_applied(const case_def &c, const std::optional<kernel_version> &v)
 {
@@ -118,7 +80,7 @@ std::vector<applied_rule> rules_applied(const case_def &c, const std::optional<k
 			a.this_kernel = "unknown (the kernel's upstream version cannot be read)";
 		} else {
 			for (const auto &r : rule.versions)
-				a.in_range |= r.first <= *v && *v <= r.last;
+				a.in_range |= r.holds(*v);
 			a.this_kernel = v->text() + (a.in_range ? " is in range" : " is not in range");
 		}
 		out.push_back(a);

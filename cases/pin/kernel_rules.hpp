@@ -15,27 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "kernel_version.hpp"
 #include "plan.hpp"
 
 namespace pinmatrix {
 
-struct kernel_version {
-	int major = 0, minor = 0, patch = 0;
-	auto operator<=>(const kernel_version &) const = default;
-	std::string text() const;
-};
-
-// The upstream version of a running kernel: Debian's `uname -v` names it
-// ("... Debian 6.1.192-3 ..."), since its release is an ABI (6.1.0-57-amd64);
-// otherwise the release's leading X.Y.Z (6.12.117+deb12-amd64,
-// 6.12.118-pinmatrix). nullopt when neither says.
-std::optional<kernel_version> upstream_version(const std::string &release, const std::string &uname_v);
 // upstream_version() of the kernel this runs on (read once).
 std::optional<kernel_version> running_kernel_version();
-
-struct version_range {
-	kernel_version first, last;	// inclusive
-};
 
 struct kernel_rule {
 	const char *id;

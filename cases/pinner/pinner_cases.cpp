@@ -241,56 +241,6 @@ void judge_data_path(const json &o, case_record &r)
 	}
 }
 
-// Kernel bugs these cases have found, as data: the pinner, what broke, where,
-// the kernels it was seen on, and its signature in an observation.
-struct kernel_bug {
-	const char *id;
-	const char *case_id;
-	const char *what;
-	const char *where;
-	const char *seen_on;
-	const char *reproducer;
-	bool (*seen)(const json &o);
-};
-
-// Some ODP transfer moved its bytes to or from another offset than asked.
-bool misplaced_through_odp(const json &o)
-{
-	if (o.value("device", std::string()).rfind("rxe", 0) != 0)
-		return false;
-	for (const char *key : {"in_place", "after_give_back"})
-		if (o.value("device_write", json::object()).value(key, json::object()).value("misplaced", false))
-			return true;
-	for (const auto &t : o.value("data_path", json::object()).value("transfers", json::array()))
-		if (t.value("odp", json::object()).value("misplaced", false) &&
-		    t.value("ordinary", json::object()).value("same", false))
-			return true;
-	return false;
-}
-
-const kernel_bug kernel_bugs[] = {
-	{"rxe-odp-offset", "pinner/rxe-odp",
-	 "data moved through an ODP MR lands at (or is read from) the wrong offset in its page",
-	 "drivers/infiniband/sw/rxe/rxe_odp.c: __rxe_odp_mr_copy() copies at the start of its "
-	 "kmap_local_page() mapping, without the offset in the page it computed",
-	 "7.2.13 (Debian 7.2.13+deb14)", "tools/rxe-odp-offset.c", misplaced_through_odp},
-};
-
-// A FAIL whose observation carries a known kernel bug's signature names it.
-void name_kernel_bug(const pinner_case &c, const json &o, case_record &r)
-{
-	if (r.outcome != verdict::fail)
-		return;
-	for (const auto &b : kernel_bugs)
-		if (c.id() == b.case_id && b.seen(o)) {
-			// First: what a reader needs before the evidence.
-			r.reason = std::string("kernel bug ") + b.id + ": " + b.what + " (" + b.where + "; seen on " +
-				   b.seen_on + "; reproducer " + b.reproducer + "); " + r.reason;
-			r.details["kernel_bug"] = {{"id", b.id}, {"what", b.what}, {"where", b.where},
-						   {"seen_on", b.seen_on}, {"reproducer", b.reproducer}};
-		}
-}
-
 void judge_page(const expectation &e, const json &o, case_record &r)
 {
 	const std::string restricted = o.value("placement", std::string("restricted"));
@@ -345,7 +295,6 @@ case_record judge_case(const pinner_case &c, const std::optional<kernel_version>
 	}
 	judge_page(e, observation, r);
 	judge_give_back(e, observation, r);
-	name_kernel_bug(c, observation, r);
 	const std::string before = observation.at("before").value("placement", std::string("?"));
 	const std::string after = observation.at("after").value("placement", std::string("?"));
 	(*r.observed)["summary"] = std::string(c.pinner) + " ok; page " + before + " -> " + after;

@@ -103,7 +103,7 @@ TEST(CaseRecord, ABrokenRecordIsRefusedByTheFieldThatIsWrong)
 	const json absent = json(json::value_t::discarded);
 	refused("id", absent, "no id");
 	refused("id", 7, "id is not a non-empty string");
-	refused("verdict", "passed", "verdict \"passed\" is not pass, fail, skip or error");
+	refused("verdict", "passed", "verdict \"passed\" is not pass, fail, xfail, xpass, skip or error");
 	refused("expected", "ok", "expected is not an object with a summary");
 	refused("observed", "ENOMEM", "observed is not an object or null");
 	refused("latency_ns", -4, "latency_ns is not a count of nanoseconds or null");

@@ -83,7 +83,9 @@ def suite_of(case):
     return case["id"].split("/")[0] if "/" in case["id"] else "pin"
 
 
-STATUS = {"pass": "PASS", "skip": "SKIP", "fail": "FAIL", "error": "FAIL"}
+# An expected failure and an unexpected pass are "ok" lines with kselftest's
+# XFAIL and XPASS directives: the parser's PASS.
+STATUS = {"pass": "PASS", "skip": "SKIP", "fail": "FAIL", "error": "FAIL", "xfail": "PASS", "xpass": "PASS"}
 
 
 def expected_lines(doc, group_label=None):
@@ -129,13 +131,40 @@ def merged(docs):
     return out
 
 
+def with_known_bugs(doc):
+    """doc with its first case an expected failure of a known kernel bug and
+    its second an unexpected pass of one (matrix/known_bugs.cpp)."""
+    doc = json.loads(json.dumps(doc))
+    bug = {"id": "hugetlb-longterm-warn", "title": "a long-term pin of a 2 MiB hugetlb page WARNs",
+           "where": "mm/hugetlb.c: follow_hugetlb_page()", "kernels": "every 6.1", "fix": "unfixed",
+           "fix_note": "no fix in the 6.1 stable series", "kernel": "6.1.192"}
+    doc["cases"][0].update(verdict="xfail", known_bug=bug,
+                           reason="expected failure, known bug hugetlb-longterm-warn of 6.1.192: ENOMEM")
+    doc["cases"][1].update(verdict="xpass", known_bug=bug,
+                           reason="unexpected pass: known bug hugetlb-longterm-warn should fail this case")
+    return doc
+
+
+def check_directives(ktap_file, doc):
+    """Each xfail and xpass case's line carries kselftest's directive."""
+    with open(ktap_file) as f:
+        text = f.read()
+    for case in doc["cases"]:
+        if case["verdict"] in ("xfail", "xpass"):
+            directive = " # " + case["verdict"].upper() + " "
+            line = next((l for l in text.splitlines() if re.match(r"^ *ok [0-9]+ " + re.escape(title(case)) + " #", l)), "")
+            assert directive in line, f"{case['id']}: no {directive.strip()} line in:\n{text}"
+
+
 def check_reports(pinmatrix, data, scratch, kunit):
     with open(os.path.join(data, "results-pass.json")) as f:
         passing = json.load(f)
     with open(os.path.join(data, "results-timeout.json")) as f:
         timeout = json.load(f)
-    for name, doc in (("pass", passing), ("timeout", timeout)):
-        output, tree = kunit_parse(kunit, report(pinmatrix, doc, scratch, name), scratch)
+    for name, doc in (("pass", passing), ("timeout", timeout), ("known-bugs", with_known_bugs(passing))):
+        ktap_file = report(pinmatrix, doc, scratch, name)
+        check_directives(ktap_file, doc)
+        output, tree = kunit_parse(kunit, ktap_file, scratch)
         check_tree(tree, doc, name)
         summary = [l.split("] ", 1)[-1] for l in output.splitlines() if "Testing complete" in l]
         print(f"ok: {name}: {summary}")

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../command.hpp"
+#include "known_bugs.hpp"
 #include "promises.hpp"
 #include "suite.hpp"
 #include "ualink_sim.h"
@@ -67,6 +68,29 @@ TEST(Promises, NameOnlyCasesThatExist)
 	for (const auto &p : promise_table())
 		for (const auto c : p.cases)
 			EXPECT_TRUE(ids.count(std::string(c))) << p.id << " names no case " << c;
+}
+
+// The known kernel bugs (matrix/known_bugs.cpp) name cases that exist, and
+// each is well formed: kernels to carry it, a signature to know it by, a
+// fix that is a commit or says there is none.
+TEST(KnownBugs, NameOnlyCasesThatExistAndAreWellFormed)
+{
+	const auto ids = all_case_ids();
+	std::set<std::string> bug_ids;
+	for (const auto &b : known_bugs()) {
+		EXPECT_TRUE(bug_ids.insert(b.id).second) << b.id << " twice";
+		EXPECT_FALSE(b.cases.empty()) << b.id;
+		for (const char *id : b.cases)
+			EXPECT_TRUE(ids.contains(id)) << b.id << " names no case " << id;
+		EXPECT_FALSE(b.kernels.empty()) << b.id;
+		EXPECT_FALSE(b.signature.all.empty() && b.signature.any.empty()) << b.id << " has no signature";
+		const std::string commit = b.fix_commit ? b.fix_commit : "";
+		EXPECT_TRUE(!b.fix_commit ||
+			    (commit.size() == 12 && commit.find_first_not_of("0123456789abcdef") == std::string::npos))
+			<< b.id << ": " << commit;
+		EXPECT_TRUE(b.fix_subject && *b.fix_subject) << b.id;
+		EXPECT_EQ(find_known_bug(b.id), &b);
+	}
 }
 
 TEST(Promises, EveryCaseChecksAPromise)

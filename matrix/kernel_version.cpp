@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "kernel_version.hpp"
+
+#include <climits>
+#include <regex>
+
+namespace pinmatrix {
+
+std::string kernel_version::text() const
+{
+	return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+std::optional<kernel_version> upstream_version(const std::string &release, const std::string &uname_v)
+{
+	static const std::regex debian(R"(Debian (\d+)\.(\d+)\.(\d+))");
+	static const std::regex debian_abi(R"(^\d+\.\d+\.0-\d+-)");
+	static const std::regex leading(R"(^(\d+)\.(\d+)(?:\.(\d+))?)");
+	std::smatch m;
+	auto to_version = [&] {
+		return kernel_version{std::stoi(m[1]), std::stoi(m[2]), m[3].matched ? std::stoi(m[3]) : 0};
+	};
+	if (std::regex_search(uname_v, m, debian))
+		return to_version();
+	if (std::regex_search(release, debian_abi))
+		return std::nullopt;	// an ABI name: its .0 is not the version
+	if (std::regex_search(release, m, leading))
+		return to_version();
+	return std::nullopt;
+}
+
+std::string ranges_text(const std::vector<version_range> &ranges)
+{
+	if (ranges.empty())
+		return "every kernel";
+	std::string s;
+	for (const auto &r : ranges) {
+		const bool whole_series = !r.open && r.first.patch == 0 && r.last.patch == INT_MAX &&
+					  r.first.major == r.last.major && r.first.minor == r.last.minor;
+		s += (s.empty() ? "" : ", ") +
+		     (whole_series ? "every " + std::to_string(r.first.major) + "." + std::to_string(r.first.minor)
+				   : r.first.text() + (r.open ? " on" : "-" + r.last.text()));
+	}
+	return s;
+}
+
+} // namespace pinmatrix
