@@ -26,9 +26,9 @@
 #include <nlohmann/json.hpp>
 
 #include "kernel_info.hpp"
+#include "kernel_log.hpp"
 #include "kernel_rules.hpp"
 #include "known_bugs.hpp"
-#include "kernel_log.hpp"
 #include "ktap.hpp"
 #include "pin_module.hpp"
 #include "placement.hpp"

@@ -72,6 +72,30 @@ inline json run_with_failures()
 	return doc;
 }
 
+// A known kernel bug (matrix/known_bugs.cpp) met as predicted by A (xfail)
+// and missed by B (xpass); its title carries markup that every report
+// must escape.
+inline json run_with_known_bugs()
+{
+	json doc = sample_run();
+	const json bug = {{"id", "test-bug"},
+			  {"title", "pins <b>in place</b> & \"more\""},
+			  {"where", "mm/gup.c: a function()"},
+			  {"kernels", "every 6.1"},
+			  {"fix", {{"commit", "0123456789ab"}, {"subject", "mm/gup: fix it"}}},
+			  {"fix_note", "fixed by 0123456789ab (\"mm/gup: fix it\")"},
+			  {"kernel", "6.1.192"}};
+	json &a = record(doc, "A");
+	a["verdict"] = "xfail";
+	a["reason"] = "expected failure, known bug test-bug of 6.1.192: ENOMEM";
+	a["known_bug"] = bug;
+	json &b = record(doc, "B");
+	b["verdict"] = "xpass";
+	b["reason"] = "unexpected pass: known bug test-bug should fail this case on 6.1.192";
+	b["known_bug"] = bug;
+	return doc;
+}
+
 // A run on a machine without the module: every case skips.
 inline json run_all_skipped()
 {
