@@ -33,6 +33,7 @@
 #include "matrix_file.hpp"
 #include "qmp.hpp"
 #include "plan.hpp"
+#include "report_input.hpp"
 #include "reports.hpp"
 #include "results.hpp"
 #include "terminal_table.hpp"
@@ -379,7 +380,7 @@ int with_kernel_alarms(int rc, const std::vector<std::string> &alarms)
 	if (alarms.empty())
 		return rc;
 	std::cout << "pinmatrix vm: FAIL: the guest kernel reported " << alarms.size()
-		  << " bug line(s) (guest/kernel.log), first: " << alarms.front() << std::endl;
+		  << " bug line(s) (guest/kernel.log), first: " << report::one_line(alarms.front()) << std::endl;
 	return rc == 0 || rc == 4 ? 1 : rc;
 }
 
@@ -780,6 +781,48 @@ std::string first_console_alarm(const fs::path &serial)
 	return alarms.empty() ? "" : trimmed(alarms.front());
 }
 
+// A guest whose kernel ended before its job started: QEMU exited by itself
+// and stage2 never marked guest/timeline.
+bool died_before_its_job(const qemu_run &q, const fs::path &guest_dir)
+{
+	return q.status && *q.status == 0 && !q.signal && !fs::exists(guest_dir / "timeline");
+}
+
+struct booted_guest {
+	qemu_run q;
+	std::vector<std::string> argv;
+	json retries = json::array();	// vm.boot_retries: the boots that died before the job
+};
+
+// Boots the guest, and once more when its kernel died before the job
+// started: under TCG, stock 6.12 now and then oopses in early boot (int3 in
+// sched_clock_cpu, a static key patched while another vCPU-less path ran
+// it), before any case could run or see it. A kernel that always dies there
+// dies again and the run is the error it was. The dead boot's console is
+// kept (serial-boot-1.log) and named, with its first bug line, in
+// vm.boot_retries.
+booted_guest boot_until_its_job_starts(const group_spec &g, const prepared_guest &guest, const std::string &cmdline,
+				       unsigned memory, const std::function<void()> &watch)
+{
+	constexpr int boots = 2;
+	booted_guest b;
+	for (int attempt = 1;; ++attempt) {
+		const qmp_socket qmp;
+		b.argv = qemu_argv(g, guest, cmdline, memory, qmp);
+		b.q = boot_guest(g, b.argv, qmp, watch);
+		if (attempt == boots || !died_before_its_job(b.q, g.out / "guest"))
+			return b;
+		const std::string kept = "serial-boot-" + std::to_string(attempt) + ".log";
+		fs::rename(g.out / "serial.log", g.out / kept);
+		const std::string alarm = first_console_alarm(g.out / kept);
+		b.retries.push_back({{"serial_log", kept},
+				     {"wall_s", b.q.wall_s},
+				     {"console_alarm", alarm.empty() ? json(nullptr) : json(alarm)}});
+		say_line("pinmatrix vm: " + g.label + "the guest's kernel ended before its job started" +
+			 (alarm.empty() ? "" : " (" + report::one_line(alarm) + ")") + ": booting it once more");
+	}
+}
+
 // Every planned case gets exactly one verdict: the missing ones are
 // errors. The runner writes results.json as it starts and after each
 // case, in plan order: when the guest died, the first case without a
@@ -877,6 +920,7 @@ group_outcome run_group(const group_spec &g, const group_progress &progress)
 		fs::create_directories(g.out);
 		fs::remove_all(guest_dir);
 		fs::remove(g.out / "results.json");
+		fs::remove(g.out / "serial-boot-1.log");
 	}
 	if (cannot) {
 		ended = *cannot;
@@ -887,18 +931,22 @@ group_outcome run_group(const group_spec &g, const group_progress &progress)
 	write_guest_job(guest_dir, g, guest.modules);
 
 	const std::string cmdline = guest_cmdline(guest.kernel.dir, g);
-	const qmp_socket qmp;
-	const auto argv = qemu_argv(g, guest, cmdline, memory, qmp);
 	std::ostringstream booting;
 	booting << "pinmatrix vm: " << g.label << "booting " << guest.kernel.describe() << " (" << g.boot->name
 		<< ": " << (append.empty() ? "no extra parameters" : append) << ", " << memory << " MiB, " << g.cpus
 		<< (g.cpus == 1 ? " vCPU" : " vCPUs") << ", TCG)";
 	say_line(booting.str());
-	const qemu_run q = boot_guest(g, argv, qmp, watch_guest(doc, guest_dir, progress));
+	const booted_guest booted =
+		boot_until_its_job_starts(g, guest, cmdline, memory, watch_guest(doc, guest_dir, progress));
+	const qemu_run &q = booted.q;
 	const auto job_status = guest_job_exit(g.out);
 	ended = how_it_ended(q, job_status, g.timeout_s);
+	if (!booted.retries.empty() && died_before_its_job(q, guest_dir))
+		ended += "; its kernel ended before the job on both boots (serial-boot-1.log, serial.log)";
 	outcome.kernel_alarms = note_guest_kernel_log(guest_dir, doc);
-	const json vm = vm_record(g, q, argv, cmdline, memory, job_status, ended);
+	json vm = vm_record(g, q, booted.argv, cmdline, memory, job_status, ended);
+	if (!booted.retries.empty())
+		vm["boot_retries"] = booted.retries;
 	if (!g.guest_cmd.empty() || g.ssh_port) {
 		outcome.guest_cmd_exit = ended.empty() ? job_status : std::nullopt;
 		doc["vm"] = vm;

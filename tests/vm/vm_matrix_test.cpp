@@ -612,6 +612,30 @@ TEST(VmFaults, GuestPanicIsAnErrorAndKeepsWhatFinished)
 	EXPECT_TRUE(case_by_id(doc, "A").contains("started_at"));
 }
 
+// A kernel that ends before the guest's job starts (here it cannot mount a
+// root: no initramfs init) is booted once more, as a TCG boot that oopsed
+// in sched_clock_cpu is; the first boot's console is kept and named, and
+// a second death is the run's error.
+TEST(VmFaults, AKernelThatEndsBeforeTheJobIsBootedOnceMoreAndKept)
+{
+	require_vm();
+	auto dir = out_dir("boot-dies");
+	auto r = run_pinmatrix("vm --cases A --append rdinit=/nonexistent --out " + dir.string());
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	EXPECT_NE(r.output.find("the guest's kernel ended before its job started ([ "), std::string::npos)
+		<< r.output;
+	auto doc = load(dir);
+	ASSERT_EQ(doc["vm"]["boot_retries"].size(), 1u) << doc["vm"].dump();
+	const json &retry = doc["vm"]["boot_retries"][0];
+	EXPECT_EQ(retry["serial_log"], "serial-boot-1.log");
+	EXPECT_NE(retry["console_alarm"].get<std::string>().find("Kernel panic"), std::string::npos) << retry;
+	EXPECT_TRUE(fs::exists(dir / "serial-boot-1.log"));
+	EXPECT_TRUE(fs::exists(dir / "serial.log"));
+	EXPECT_EQ(case_by_id(doc, "A")["verdict"], "error");
+	EXPECT_NE(case_by_id(doc, "A")["reason"].get<std::string>().find("on both boots"), std::string::npos)
+		<< case_by_id(doc, "A")["reason"];
+}
+
 // A CMA area the kernel could not reserve (cma=64G in a 1 GiB guest: "cma:
 // Failed to reserve"): the cases that need it SKIP with the reason instead
 // of filling memory in search of it until the OOM killer ends the run.
