@@ -73,7 +73,8 @@ const std::vector<known_bug> &known_bugs()
 		 "a long-term pin succeeds in place when an unpinnable folio could not be isolated from the LRU "
 		 "(another pinner had it): the page stays in ZONE_MOVABLE or CMA",
 		 "mm/gup.c: collect_longterm_unpinnable_folios() returned on an empty list (commit 1aaf8c122918)",
-		 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer"},
+		 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer",
+		  "race/reg-mr-while-isolated"},
 		 {{v(6, 1, 129), v(6, 1, 154)}, {v(6, 6, 79), v(6, 6, 108)}, {v(6, 12, 14), v(6, 12, 35)}},
 		 "517f496e1e61",
 		 "the revert of 1aaf8c122918",

@@ -111,7 +111,8 @@ const std::vector<promise> pin_promises = {
 	{"pin/no-success-in-place", pin, "seed 1, section 10; kernel rule 1aaf8c122918",
 	 "\"The long-term GUP path cannot leave it there. It collects the unpinnable/movable page, drops the "
 	 "temporary pin it took while inspecting the range, and attempts synchronous migration\"",
-	 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer", "race/mlock-batch-reg-mr"}},
+	 {"race/reg-mr-while-isolated", "race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer",
+	  "race/mlock-batch-reg-mr"}},
 	{"pin/refusal-leaves-no-pin", pin, "kernel rule aa6f8b2593b5",
 	 "a refused long-term pin leaves no pin behind: the page it could not move is free to move once the "
 	 "pin that blocked it goes (the case's recovery)",
@@ -395,12 +396,12 @@ const std::vector<mutant> kernel_mutants = {
 	 "a long-term pin that could not isolate a page it had to move succeeds on the page in place "
 	 "(stable 6.1.129-6.1.154)",
 	 {"pin/no-success-in-place"},
-	 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer"}},
+	 {"race/reg-mr-while-isolated", "race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer"}},
 	{"success-in-place", mutant_kind::kernel_patch, 0, mutant_kernel, 1,
 	 "a long-term pin that isolated none of the pages it must move succeeds with them in place "
 	 "(1aaf8c122918's class)",
 	 {"pin/no-success-in-place"},
-	 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer", "race/mlock-batch-reg-mr"}},
+	 {"race/reg-mr-while-isolated", "race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer", "race/mlock-batch-reg-mr"}},
 	{"no-lru-drain", mutant_kind::kernel_patch, 0, mutant_kernel, 2,
 	 "the long-term pin never drains the per-CPU LRU batches before isolating (98c6d259319e, 33dfe9204f29): "
 	 "6.1 retries forever, 6.12 refuses a freshly faulted page",

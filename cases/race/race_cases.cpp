@@ -3,16 +3,23 @@
 
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <barrier>
+#include <chrono>
+#include <cstdlib>
+#include <latch>
 #include <optional>
 #include <stdexcept>
 #include <thread>
 
+#include "isolation_release.hpp"
 #include "mapping.hpp"
+#include "pin_module.hpp"
 #include "second_pin.hpp"
+#include "verbs.hpp"
 #include "suite.hpp"
 #include "sys_error.hpp"
 
@@ -45,6 +52,15 @@ const std::vector<race_case> table = {
 	 "thread 0 mlock()s one 64-page buffer of restricted memory on CPU 0 while 3 threads ibv_reg_mr it "
 	 "on the next CPU, 20 rounds: pages in a per-CPU mlock batch; no registration succeeds in place",
 	 "mlock+ibv_reg_mr", 4, 64, 20},
+	// 1aaf8c122918's race by construction, not by chance: the window in
+	// which another pinner has the folios isolated is held open (the
+	// module locks them, PINMATRIX_PIN_LOCK, so the first registration's
+	// migration waits with them isolated) while the second registers.
+	{"reg-mr-while-isolated",
+	 "ibv_reg_mr of a 16-page buffer of restricted memory while another registration's migration holds "
+	 "every folio of it isolated from the LRU (waiting for folio locks the test module holds), 3 rounds: "
+	 "the second registration cannot isolate them, and must not succeed in place",
+	 "isolated+ibv_reg_mr", 2, 16, 3},
 };
 
 } // namespace
@@ -68,6 +84,8 @@ std::string pinner_of(const race_case &c, unsigned thread)
 		return thread % 2 ? "io_uring" : "ibv_reg_mr";
 	if (pinners == "mlock+ibv_reg_mr")
 		return thread ? "ibv_reg_mr" : "";
+	if (pinners == "isolated+ibv_reg_mr")
+		return "ibv_reg_mr";
 	return pinners;
 }
 
@@ -119,6 +137,9 @@ mapping restricted_buffer(const race_case &c, const page_prober &probe, const bo
 struct round_result {
 	std::vector<int> errnos;	// of the pinning threads
 	std::optional<int> mlock_err;	// of the mlock()ing thread, where there is one
+	// isolated+ibv_reg_mr: the first registration held the buffer isolated
+	// (its migration waiting), and the second returned while it did.
+	std::optional<bool> held_isolated, second_returned_while_isolated;
 	size_t left_restricted = 0;	// pages of the buffer still in restricted memory after all
 	size_t pinned_restricted = 0;	// of those, the module says maybe DMA-pinned (module probe only)
 	size_t unplaced = 0;		// pages the probe could not place (absent, unreadable pageblock)
@@ -134,6 +155,77 @@ bool unplaced(const pinmatrix_page &p, placement restricted)
 	if (classify(p))
 		return false;
 	return restricted == placement::cma || p.zone == PINMATRIX_ZONE_UNKNOWN;
+}
+
+// Where the buffer's pages are once the round's pins are taken; then the
+// pins go.
+void place_and_release(const race_case &c, const page_prober &probe, const body_options &opt, const mapping &buf,
+		       std::vector<std::unique_ptr<second_pinner>> &pinners, round_result &r)
+{
+	for (const auto &p : probe.probe_pages(buf.addr(), c.pages)) {
+		r.unplaced += unplaced(p, opt.restricted);
+		if (classify(p) == opt.restricted) {
+			r.left_restricted++;
+			r.pinned_restricted += (p.flags & PINMATRIX_PAGE_MAYBE_DMA_PINNED) != 0;
+		}
+	}
+	for (auto &p : pinners)
+		if (p)
+			p->release();
+}
+
+constexpr std::chrono::milliseconds isolation_wait{10000}, second_pin_window{3000};
+
+// The first registration's migration waits for the folio locks the module
+// holds, every folio of the buffer isolated meanwhile; the second
+// registration then meets folios it cannot isolate. A correct kernel
+// retries it until the first one's migration is done (the helper releases
+// the locks after the window); a kernel with 1aaf8c122918 returns it at
+// once, in place. Both threads exist before the first one can wait
+// (isolation_release.hpp: nothing here may need the mmap lock then).
+round_result isolated_round(const race_case &c, const page_prober &probe, const body_options &opt,
+			    std::vector<std::unique_ptr<second_pinner>> &pinners, const pin_module &module,
+			    const isolation_release &release)
+{
+	mapping buf = restricted_buffer(c, probe, opt);
+	held_pin locks = module.pin(PINMATRIX_CONTRACT_GUP_REF, buf.addr(), c.pages,
+				    PINMATRIX_PIN_WRITE | PINMATRIX_PIN_LOCK);
+	round_result r;
+	r.errnos.assign(1, 0);
+	int second_err = 0;
+	bool second_ran = false;
+	int64_t first_end = 0, second_end = 0;
+	std::latch second_ready(1);
+	std::thread second([&] {
+		// Its malloc arena (an mmap()) now, not in the window; volatile, or
+		// the compiler drops the pair (measured: round 1 waited in mmap()).
+		void *volatile arena = malloc(4096);
+		free(arena);
+		second_ready.count_down();
+		char go = 'N';
+		if (read(release.go_fd(), &go, 1) == 1 && go == 'I') {
+			second_err = pinners[1]->take(buf.data(), buf.size()).err;
+			second_end = monotonic_raw_ns();
+			second_ran = true;
+		}
+	});
+	second_ready.wait();
+	std::thread first([&] {
+		r.errnos[0] = pinners[0]->take(buf.data(), buf.size()).err;
+		first_end = monotonic_raw_ns();
+	});
+	release.start(locks.id());
+	first.join();
+	second.join();
+	(void)locks.release();	// the helper's UNPIN came first: ENOENT
+	const auto t = release.finish();
+	r.held_isolated = t.isolated && first_end > t.released_ns;
+	if (second_ran) {
+		r.errnos.push_back(second_err);
+		r.second_returned_while_isolated = second_end < t.released_ns;
+	}
+	place_and_release(c, probe, opt, buf, pinners, r);
+	return r;
 }
 
 round_result race_round(const race_case &c, const page_prober &probe, const body_options &opt,
@@ -160,16 +252,7 @@ round_result race_round(const race_case &c, const page_prober &probe, const body
 	for (unsigned t = c.threads; t-- > 0;)
 		if (!pinners[t])
 			r.errnos.erase(r.errnos.begin() + t);
-	for (const auto &p : probe.probe_pages(buf.addr(), c.pages)) {
-		r.unplaced += unplaced(p, opt.restricted);
-		if (classify(p) == opt.restricted) {
-			r.left_restricted++;
-			r.pinned_restricted += (p.flags & PINMATRIX_PAGE_MAYBE_DMA_PINNED) != 0;
-		}
-	}
-	for (auto &p : pinners)
-		if (p)
-			p->release();
+	place_and_release(c, probe, opt, buf, pinners, r);
 	return r;
 }
 
@@ -182,15 +265,33 @@ json run_case(const race_case &c, const page_prober &probe, const body_options &
 		const std::string pinner = pinner_of(c, t);
 		pinners.push_back(pinner.empty() ? nullptr : open_second_pinner(pinner, opt.device));
 	}
+	// isolated+ibv_reg_mr: the module's folio locks, and the helper that
+	// releases them, forked while this process has one thread.
+	std::optional<pin_module> module;
+	std::optional<isolation_release> release;
+	if (std::string(c.pinners) == "isolated+ibv_reg_mr") {
+		// No khugepaged collapse of this mm's pages meanwhile: it takes the
+		// mmap lock for writing, and queued behind the waiting registration
+		// it would hold off the second one's, as an mmap() does.
+		if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
+			throw last_sys_error("prctl(PR_SET_THP_DISABLE)");
+		module.emplace(pin_module::open());
+		release.emplace(*module, isolation_wait, second_pin_window);
+	}
 	json rounds = json::array();
 	for (unsigned i = 0; i < c.rounds; i++) {
-		const round_result r = race_round(c, probe, opt, pinners);
+		const round_result r = release ? isolated_round(c, probe, opt, pinners, *module, *release)
+					       : race_round(c, probe, opt, pinners);
 		json round = {{"errnos", r.errnos},
 			      {"pages_left_restricted", r.left_restricted},
 			      {"pages_left_restricted_and_pinned", r.pinned_restricted},
 			      {"pages_unplaced", r.unplaced}};
 		if (r.mlock_err)
 			round["mlock_errno"] = *r.mlock_err;
+		if (r.held_isolated)
+			round["first_pin_held_isolated"] = *r.held_isolated;
+		if (r.second_returned_while_isolated)
+			round["second_pin_returned_while_isolated"] = *r.second_returned_while_isolated;
 		rounds.push_back(round);
 	}
 	return {{"observation",
@@ -250,6 +351,23 @@ void judge_mlock(const race_case &c, const json &rounds, case_record &r)
 								    std::to_string(rounds.size()) + " rounds (" + first + ")");
 }
 
+// A row that holds the buffer isolated: a round where the first
+// registration did not (it returned first, or no migration isolated the
+// pages) gave the second nothing to race with.
+void judge_isolated(const race_case &c, const json &rounds, case_record &r)
+{
+	if (std::string(c.pinners) != "isolated+ibv_reg_mr")
+		return;
+	for (size_t i = 0; i < rounds.size(); i++)
+		if (!rounds[i].value("first_pin_held_isolated", false)) {
+			r.undecided("no success in place while isolated",
+				    "round " + std::to_string(i + 1) + ": the first registration's migration did not "
+				    "hold the buffer's " + std::to_string(c.pages) + " pages isolated (errno " +
+				    std::to_string(rounds[i].at("errnos").at(0).get<int>()) + ")");
+			return;
+		}
+}
+
 // A round whose pin succeeded with pages the probe could not place: none
 // of those is known to have left restricted memory.
 void judge_unplaced(const json &rounds, case_record &r)
@@ -299,6 +417,7 @@ case_record judge_case(const race_case &c, const json &observation)
 	}
 	judge_unplaced(rounds, r);
 	judge_mlock(c, rounds, r);
+	judge_isolated(c, rounds, r);
 	if (rounds.size() != c.rounds) {
 		r.outcome = verdict::error;
 		r.add_reason(std::to_string(rounds.size()) + " of " + std::to_string(c.rounds) + " rounds ran");

@@ -24,8 +24,10 @@ namespace pinmatrix::race_cases {
 struct race_case {
 	const char *name;
 	const char *checks;		// for `pinmatrix cases`
-	// "ibv_reg_mr", "io_uring", "mixed" (threads alternate), or
-	// "mlock+ibv_reg_mr" (thread 0 mlock()s, the others register)
+	// "ibv_reg_mr", "io_uring", "mixed" (threads alternate),
+	// "mlock+ibv_reg_mr" (thread 0 mlock()s, the others register), or
+	// "isolated+ibv_reg_mr" (thread 1 registers while thread 0's
+	// registration holds the buffer isolated: the test module's folio locks)
 	const char *pinners;
 	unsigned threads;
 	unsigned pages;			// the buffer, all of it in restricted memory

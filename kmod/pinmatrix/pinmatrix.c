@@ -30,11 +30,13 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/pageblock-flags.h>
+#include <linux/pagemap.h>
 #include <linux/poison.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include "pinmatrix.h"
@@ -43,6 +45,15 @@
 static unsigned long max_pinned_pages = 262144;	/* 1 GiB of 4 KiB pages */
 module_param(max_pinned_pages, ulong, 0644);
 MODULE_PARM_DESC(max_pinned_pages, "Most pages one open file may hold pinned");
+
+/*
+ * PINMATRIX_PIN_LOCK's folio locks go by themselves after this long: a task
+ * that waits for one (a migration, uninterruptibly) is never stranded by a
+ * holder that cannot release them, its own thread among them.
+ */
+static unsigned int lock_max_ms = 30000;
+module_param(lock_max_ms, uint, 0644);
+MODULE_PARM_DESC(lock_max_ms, "Longest a PINMATRIX_PIN_LOCK pin holds its folio locks (ms)");
 
 /*
  * Fault injection for the runner's tests: a registration that retries
@@ -87,6 +98,8 @@ struct pm_pin {
 	u32 contract;
 	u32 flags;
 	bool pending;		/* in pins[], its id not yet given out: no one's */
+	atomic_t locked;	/* PINMATRIX_PIN_LOCK: its folios' locks are held */
+	struct delayed_work unlock_work;	/* ... until lock_max_ms */
 	u64 addr;
 	unsigned long npages;	/* asked for: reserved */
 	unsigned long npinned;	/* held: what release gives back */
@@ -431,9 +444,94 @@ out_free:
 	return ret;
 }
 
+/* Unlocks the folios of pages[0, n), each once. */
+static void pm_unlock_folios(struct pm_pin *pin, unsigned long n)
+{
+	struct folio *prev = NULL;
+	unsigned long i;
+
+	for (i = 0; i < n; i++) {
+		struct folio *folio = page_folio(pin->pages[i]);
+
+		if (folio != prev)
+			folio_unlock(folio);
+		prev = folio;
+	}
+}
+
+/*
+ * PINMATRIX_PIN_LOCK: each folio's lock, without waiting (a waiting lock
+ * could wait for a fault of this very task). All or none.
+ */
+static int pm_lock_folios(struct pm_pin *pin)
+{
+	struct folio *prev = NULL;
+	unsigned long i;
+	int ret = 0;
+
+	for (i = 0; i < pin->npinned; i++) {
+		struct folio *folio = page_folio(pin->pages[i]);
+
+		if (folio == prev)
+			continue;
+		if (!folio_test_anon(folio))
+			ret = -EINVAL;
+		else if (!folio_trylock(folio))
+			ret = -EBUSY;
+		if (ret)
+			break;
+		prev = folio;
+	}
+	if (ret) {
+		pm_unlock_folios(pin, i);
+		return ret;
+	}
+	atomic_set(&pin->locked, 1);
+	schedule_delayed_work(&pin->unlock_work, msecs_to_jiffies(READ_ONCE(lock_max_ms)));
+	return 0;
+}
+
+/* Whoever clears locked first (the timer, or the release) unlocks. */
+static void pm_drop_folio_locks(struct pm_pin *pin)
+{
+	if (atomic_xchg(&pin->locked, 0))
+		pm_unlock_folios(pin, pin->npinned);
+}
+
+static void pm_unlock_expired(struct work_struct *work)
+{
+	pm_drop_folio_locks(container_of(to_delayed_work(work), struct pm_pin, unlock_work));
+}
+
+/*
+ * Of a PINMATRIX_PIN_LOCK pin's folios, those a task waits to lock now
+ * (PG_waiters: set by the waiter, cleared only by an unlock, which the pin
+ * has not done). The pin is in its file's table: its pages stay.
+ */
+static u32 pm_lock_waiters(struct pm_pin *pin)
+{
+	struct folio *prev = NULL;
+	unsigned long i;
+	u32 n = 0;
+
+	if (!atomic_read(&pin->locked))
+		return 0;
+	for (i = 0; i < pin->npinned; i++) {
+		struct folio *folio = page_folio(pin->pages[i]);
+
+		if (folio != prev && folio_test_waiters(folio))
+			n++;
+		prev = folio;
+	}
+	return n;
+}
+
 /* Gives back the pages a pin holds; its page array stays. */
 static void pm_release_pages(struct pm_pin *pin)
 {
+	/* The timer's unlock done or undone before the pages go. */
+	cancel_delayed_work_sync(&pin->unlock_work);
+	pm_drop_folio_locks(pin);
 	if (pin->contract == PINMATRIX_CONTRACT_GUP_REF) {
 		unsigned long i;
 
@@ -616,8 +714,9 @@ static int pm_put_pfns(struct pm_pin *pin, u64 __user *upfns)
 /*
  * Inserts a pin taken without the lock and gives out its id. Until the id
  * is written, the pin is pending: UNPIN and LIST do not see it, so that a
- * fault on the id can still take it back. Returns 0 or -errno; on error
- * the pin is in no table and the caller releases it.
+ * fault on the id can still take it back. PINMATRIX_PIN_LOCK's folio locks
+ * are taken then, after the last access to user memory. Returns 0 or
+ * -errno; on error the pin is in no table and the caller releases it.
  */
 static int pm_insert_pin(struct pm_file *pf, struct pm_pin *pin, u32 __user *uid)
 {
@@ -633,6 +732,9 @@ static int pm_insert_pin(struct pm_file *pf, struct pm_pin *pin, u32 __user *uid
 		return ret;
 
 	ret = put_user(pin->id, uid) ? -EFAULT : 0;
+	/* After the last access to user memory: a fault may wait for a lock. */
+	if (!ret && (pin->flags & PINMATRIX_PIN_LOCK))
+		ret = pm_lock_folios(pin);
 
 	/* Not killable: the pin must leave the table or be given out. */
 	mutex_lock(&pf->lock);
@@ -684,7 +786,7 @@ static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 	ret = pm_copy_args(&req, arg, sizeof(req));
 	if (ret)
 		return ret;
-	if (req.flags & ~PINMATRIX_PIN_WRITE)
+	if (req.flags & ~(PINMATRIX_PIN_WRITE | PINMATRIX_PIN_LOCK))
 		return -EINVAL;
 	if (req.contract < PINMATRIX_CONTRACT_GUP_REF ||
 	    req.contract > PINMATRIX_CONTRACT_FOLL_PIN_LONGTERM)
@@ -711,6 +813,7 @@ static long pm_ioctl_pin(struct pm_file *pf, void __user *arg)
 		ret = -ENOMEM;
 		goto out_unreserve;
 	}
+	INIT_DELAYED_WORK(&pin->unlock_work, pm_unlock_expired);
 	pin->contract = req.contract;
 	pin->flags = req.flags;
 	pin->addr = req.addr;
@@ -814,6 +917,7 @@ static long pm_ioctl_list(struct pm_file *pf, void __user *arg)
 					.id = pin->id,
 					.contract = pin->contract,
 					.flags = pin->flags,
+					.lock_waiters = pm_lock_waiters(pin),
 					.addr = pin->addr,
 					.npages = pin->npages,
 				};

@@ -21,8 +21,9 @@
  * 2: PINMATRIX_PAGE_LONGTERM_PINNABLE means something only with
  * PINMATRIX_PAGE_PINNABLE_KNOWN; a probe no longer reads page tables.
  * 3: struct pinmatrix_pin.pinned. 4: struct pinmatrix_info.foll.
+ * 5: PINMATRIX_PIN_LOCK, struct pinmatrix_pin_info.lock_waiters.
  */
-#define PINMATRIX_ABI_VERSION	4
+#define PINMATRIX_ABI_VERSION	5
 
 /* Zone of a page: the kernel's zone, folded into a stable numbering. */
 enum pinmatrix_zone {
@@ -139,6 +140,18 @@ enum pinmatrix_contract {
 
 /* struct pinmatrix_pin.flags */
 #define PINMATRIX_PIN_WRITE	(1U << 0)	/* FOLL_WRITE */
+/*
+ * Also hold each folio's lock until the pin is released, as a page under
+ * I/O is held: a migration of the page waits for it with the folio isolated
+ * from the LRU, so that a long-term pin of the page meanwhile cannot isolate
+ * it (the race of 1aaf8c122918, by construction). Anonymous pages only (a
+ * fault on a locked file page would wait for this pin); a folio already
+ * locked, by anyone or twice in the range, is -EBUSY. The locks go by
+ * themselves after the module parameter lock_max_ms (30 s), the pin stays:
+ * a migration waits for them uninterruptibly, and its task must not be
+ * stranded by a holder that cannot release them.
+ */
+#define PINMATRIX_PIN_LOCK	(1U << 1)
 
 /*
  * PINMATRIX_IOC_PIN pins npages of the caller's own memory (current->mm).
@@ -164,10 +177,11 @@ enum pinmatrix_contract {
  * and SIGKILL ends the wait (-EINTR where the ioctl still returns).
  *
  * Errors: -EINVAL bad size, contract, flags, alignment, or npages 0 or over
- * PINMATRIX_PIN_MAX_PAGES; -EFAULT a range or pfns[] that is not user
- * memory, or a fault writing pfns[] or id; GUP's own error for a page it
- * could not pin (nothing is kept, pinned says which); -ENOSPC the file's pins would pass max_pinned_pages
- * (INFO); -ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK, or no memory;
+ * PINMATRIX_PIN_MAX_PAGES, or PINMATRIX_PIN_LOCK on a page that is not
+ * anonymous; -EBUSY PINMATRIX_PIN_LOCK on a locked folio; -EFAULT a range
+ * or pfns[] that is not user memory, or a fault writing pfns[] or id; GUP's
+ * own error for a page it could not pin (nothing is kept, pinned says
+ * which); -ENOSPC the file's pins would pass max_pinned_pages (INFO); -ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK, or no memory;
  * -EINTR killed while waiting.
  */
 struct pinmatrix_pin {
@@ -191,7 +205,11 @@ struct pinmatrix_pin_info {
 	__u32 id;
 	__u32 contract;
 	__u32 flags;
-	__u32 reserved;
+	/*
+	 * PINMATRIX_PIN_LOCK: of its folios, those a task waits to lock now
+	 * (a migration of them, say); 0 for other pins.
+	 */
+	__u32 lock_waiters;
 	__u64 addr;
 	__u64 npages;
 };

@@ -403,6 +403,68 @@ TEST_F(Module, BadArgumentsAreRefusedAndLeakNothing)
 	EXPECT_EQ(pins_outstanding(), outstanding);
 }
 
+// PINMATRIX_PIN_LOCK holds each folio's lock until the pin goes: a second
+// LOCK of a page is -EBUSY and leaves nothing behind, a file page is
+// refused, and once the first is released the pages lock again.
+TEST_F(Module, ALockingPinHoldsItsFoliosUntilReleased)
+{
+	constexpr uint32_t lock = PINMATRIX_PIN_WRITE | PINMATRIX_PIN_LOCK;
+	held_pin first = module.pin(PINMATRIX_CONTRACT_GUP_REF, pages.addr(), pages_held, lock);
+	held_pin second;
+	EXPECT_EQ(module.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, pages.addr() + (pages_held - 1) * page_size(), 1,
+				 lock, second),
+		  -EBUSY);
+	EXPECT_EQ(module.list().size(), 1u);
+	EXPECT_EQ(module.info().pinned_pages, pages_held);
+	// Without LOCK the same pages pin as ever.
+	held_pin plain = module.pin(PINMATRIX_CONTRACT_FOLL_PIN, pages.addr(), 1);
+	EXPECT_EQ(first.release(), 0);
+	EXPECT_EQ(module.try_pin(PINMATRIX_CONTRACT_FOLL_PIN, pages.addr(), pages_held, lock, second), 0);
+	{
+		pin_module other = pin_module::open();
+		held_pin busy;
+		EXPECT_EQ(other.try_pin(PINMATRIX_CONTRACT_GUP_REF, pages.addr(), 1, lock, busy), -EBUSY);
+	}
+	EXPECT_EQ(second.release(), 0);
+	held_pin again = module.pin(PINMATRIX_CONTRACT_GUP_REF, pages.addr(), pages_held, lock);
+	EXPECT_TRUE(again);
+}
+
+// The locks go by themselves after lock_max_ms, the pin stays: a migration
+// that waits for them (uninterruptibly) is never stranded.
+TEST_F(Module, ALockingPinsLocksGoByThemselvesAfterLockMaxMs)
+{
+	const std::string param = "/sys/module/pinmatrix/parameters/lock_max_ms";
+	std::string before;
+	std::ifstream(param) >> before;
+	ASSERT_FALSE(before.empty()) << param;
+	std::ofstream(param) << "200";
+	constexpr uint32_t lock = PINMATRIX_PIN_WRITE | PINMATRIX_PIN_LOCK;
+	held_pin first = module.pin(PINMATRIX_CONTRACT_GUP_REF, pages.addr(), pages_held, lock);
+	std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+	held_pin second;
+	const int ret = module.try_pin(PINMATRIX_CONTRACT_GUP_REF, pages.addr(), pages_held, lock, second);
+	std::ofstream(param) << before;
+	EXPECT_EQ(ret, 0) << "the first pin's locks were still held after lock_max_ms";
+	EXPECT_EQ(module.list().size(), 2u);
+	EXPECT_EQ(first.release(), 0);
+	EXPECT_EQ(second.release(), 0);
+}
+
+TEST_F(Module, ALockingPinOfAFilePageIsEINVAL)
+{
+	unique_fd memfd(memfd_create("pinmatrix-lock", MFD_CLOEXEC));
+	ASSERT_TRUE(memfd) << errno;
+	ASSERT_EQ(ftruncate(memfd.get(), page_size()), 0);
+	mapping file = mapping::map(page_size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, memfd.get());
+	held_pin pin;
+	EXPECT_EQ(module.try_pin(PINMATRIX_CONTRACT_GUP_REF, file.addr(), 1, PINMATRIX_PIN_WRITE | PINMATRIX_PIN_LOCK,
+				 pin),
+		  -EINVAL);
+	EXPECT_TRUE(module.list().empty());
+	EXPECT_EQ(module.info().pinned_pages, 0u);
+}
+
 TEST_F(Module, DoubleUnpinIsENOENT)
 {
 	held_pin pin = module.pin(PINMATRIX_CONTRACT_FOLL_PIN, pages.addr(), 1);

@@ -2,7 +2,8 @@
 // cases/race: the judge on hand-built observations. It passes racing pins
 // that left no page in restricted memory, fails one that succeeded in
 // place, and passes nothing a failed step kept from deciding: an mlock()
-// that put no page in a batch, pages the probe could not place.
+// that put no page in a batch, pages the probe could not place, a window
+// that was never held open.
 
 #include <gtest/gtest.h>
 
@@ -24,6 +25,10 @@ json correct(const race_case &c)
 		      {"pages_unplaced", 0}};
 	if (mlocks)
 		round["mlock_errno"] = 0;
+	if (std::string(c.pinners) == "isolated+ibv_reg_mr") {
+		round["first_pin_held_isolated"] = true;
+		round["second_pin_returned_while_isolated"] = false;
+	}
 	json rounds = json::array();
 	for (unsigned i = 0; i < c.rounds; i++)
 		rounds.push_back(round);
@@ -38,7 +43,7 @@ TEST(RaceJudge, PassesWhatACorrectKernelShowsAndFailsASuccessInPlace)
 		auto r = judge_case(c, correct(c));
 		EXPECT_EQ(r.outcome, verdict::pass) << c.id() << ": " << r.reason;
 		json o = correct(c);
-		o["rounds"][3]["pages_left_restricted"] = 5;
+		o["rounds"][c.rounds - 1]["pages_left_restricted"] = 5;
 		r = judge_case(c, o);
 		EXPECT_EQ(r.outcome, verdict::fail) << c.id();
 		EXPECT_NE(r.reason.find("succeeded in place"), std::string::npos) << r.reason;
@@ -71,4 +76,28 @@ TEST(RaceJudge, PagesTheProbeCouldNotPlaceDecideNothing)
 	const auto r = judge_case(c, o);
 	EXPECT_EQ(r.outcome, verdict::error);
 	EXPECT_NE(r.reason.find("no success in place decided nothing: round 5"), std::string::npos) << r.reason;
+}
+
+// race/reg-mr-while-isolated: a round whose first registration did not hold
+// the buffer isolated (it returned first, or no migration waited for the
+// module's locks) gave the second nothing to race with: no PASS. A success
+// in place stands as the FAIL it is.
+TEST(RaceJudge, ARoundThatHeldNothingIsolatedDecidesNothing)
+{
+	const auto &c = case_by_id("race/reg-mr-while-isolated");
+	json o = correct(c);
+	o["rounds"][1]["first_pin_held_isolated"] = false;
+	o["rounds"][1]["errnos"] = {0};
+	auto r = judge_case(c, o);
+	EXPECT_EQ(r.outcome, verdict::error);
+	EXPECT_NE(r.reason.find("no success in place while isolated decided nothing: round 2: the first "
+				"registration's migration did not hold the buffer's 16 pages isolated"),
+		  std::string::npos)
+		<< r.reason;
+	o["rounds"][0]["second_pin_returned_while_isolated"] = true;
+	o["rounds"][0]["pages_left_restricted"] = 16;
+	o["rounds"][0]["errnos"] = {ENOMEM, 0};
+	r = judge_case(c, o);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("round 1: 1 pin(s) succeeded with 16"), std::string::npos) << r.reason;
 }
