@@ -795,9 +795,9 @@ struct booted_guest {
 };
 
 // Boots the guest, and once more when its kernel died before the job
-// started: under TCG, stock 6.12 now and then oopses in early boot (int3 in
-// sched_clock_cpu, a static key patched while another vCPU-less path ran
-// it), before any case could run or see it. A kernel that always dies there
+// started: under TCG, stock 6.12 now and then oopses in early boot (an
+// int3 Oops in sched_clock_cpu, seen in a fresh-clone CI run), before any
+// case could run or see it. A kernel that always dies there
 // dies again and the run is the error it was. The dead boot's console is
 // kept (serial-boot-1.log) and named, with its first bug line, in
 // vm.boot_retries.

@@ -76,6 +76,13 @@ const race_case &case_by_id(const std::string &id)
 
 namespace {
 
+// The row whose first registration holds the buffer isolated for the
+// second (isolated_round()).
+bool holds_isolated(const race_case &c)
+{
+	return std::string(c.pinners) == "isolated+ibv_reg_mr";
+}
+
 // The long-term pinner of a thread; "" for the thread that mlock()s.
 std::string pinner_of(const race_case &c, unsigned thread)
 {
@@ -84,7 +91,7 @@ std::string pinner_of(const race_case &c, unsigned thread)
 		return thread % 2 ? "io_uring" : "ibv_reg_mr";
 	if (pinners == "mlock+ibv_reg_mr")
 		return thread ? "ibv_reg_mr" : "";
-	if (pinners == "isolated+ibv_reg_mr")
+	if (holds_isolated(c))
 		return "ibv_reg_mr";
 	return pinners;
 }
@@ -269,7 +276,7 @@ json run_case(const race_case &c, const page_prober &probe, const body_options &
 	// releases them, forked while this process has one thread.
 	std::optional<pin_module> module;
 	std::optional<isolation_release> release;
-	if (std::string(c.pinners) == "isolated+ibv_reg_mr") {
+	if (holds_isolated(c)) {
 		// No khugepaged collapse of this mm's pages meanwhile: it takes the
 		// mmap lock for writing, and queued behind the waiting registration
 		// it would hold off the second one's, as an mmap() does.
@@ -356,7 +363,7 @@ void judge_mlock(const race_case &c, const json &rounds, case_record &r)
 // pages) gave the second nothing to race with.
 void judge_isolated(const race_case &c, const json &rounds, case_record &r)
 {
-	if (std::string(c.pinners) != "isolated+ibv_reg_mr")
+	if (!holds_isolated(c))
 		return;
 	for (size_t i = 0; i < rounds.size(); i++)
 		if (!rounds[i].value("first_pin_held_isolated", false)) {
