@@ -2,7 +2,8 @@
 // pinmatrix: the pin causal matrix, on this machine or in a QEMU guest.
 //
 // Exit codes: 0 every case passed or skipped (and at least one passed),
-// 1 a case failed or ended in error, 2 bad usage or setup, 4 all skipped.
+// 1 a case failed or ended in error, 2 bad usage or setup, 4 all skipped;
+// gate: 0 no regression against its baseline, 1 a regression (reports/gate.hpp).
 
 #include <charconv>
 #include <climits>
@@ -19,6 +20,9 @@
 #include "sys_error.hpp"
 #include "explain.hpp"
 #include "kernels.hpp"
+#include "bisect.hpp"
+#include "gate.hpp"
+#include "ktap.hpp"
 #include "launcher.hpp"
 #include "reports.hpp"
 #include "mutants_report.hpp"
@@ -237,9 +241,18 @@ subcommand add_promises(CLI::App &app)
 		}};
 }
 
+// --latency of `report --compare`, `gate` and `run --baseline`.
+CLI::Option *add_latency_flag(CLI::App *cmd, bool &latency)
+{
+	return cmd->add_flag("--latency", latency,
+		      "Count a case whose latency moved beyond the spread, slower (every new sample above every "
+		      "old one, 3 or more a side), as a regression (without it, latency is informational)");
+}
+
 subcommand add_run(CLI::App &app)
 {
 	auto run = std::make_shared<run_options>();
+	auto gate = std::make_shared<gate_options>();
 	auto cases = std::make_shared<std::vector<std::string>>();
 	auto *cmd = app.add_subcommand("run", "Run the matrix here (in a guest, or on a real node)");
 	cmd->add_option("--out", run->out, "Directory for results.json");
@@ -264,9 +277,17 @@ subcommand add_run(CLI::App &app)
 	add_pin_options(cmd, run->pins)->excludes(module);
 	add_format_option(cmd, run->format);
 	cmd->add_flag("--strict", run->strict, strict_help);
-	return {cmd, [run, cases] {
+	auto *baseline = cmd->add_option("--baseline", gate->baseline,
+					 "The gate on this node: compare with this baseline run (its directory or "
+					 "results.json; the kernel before the update) and exit 1 only on a regression");
+	add_latency_flag(cmd, gate->compare.latency)->needs(baseline);
+	return {cmd, [run, gate, cases, baseline] {
 			run->cases = case_list(*cases);
-			return run_matrix(*run);
+			if (!baseline->count())
+				return run_matrix(*run);
+			const auto old = read_baseline(*gate, run->out);
+			return gated_run([run] { return run_matrix(*run); }, old, run->out, streams_ktap(run->format),
+					 gate->compare);
 		}};
 }
 
@@ -295,50 +316,144 @@ void add_vm_guest_options(CLI::App *cmd, vm_options &vm, std::vector<std::string
 		->check(regular_file);
 }
 
-subcommand add_vm(CLI::App &app)
+// vm's options on CMD (`vm` and `gate` take them all); the returned step
+// completes VM from them once they are parsed.
+std::function<void()> add_vm_options(CLI::App *cmd, vm_options &vm)
 {
-	auto vm = std::make_shared<vm_options>();
 	auto cases = std::make_shared<std::vector<std::string>>();
-	auto *cmd = app.add_subcommand("vm", "Boot a QEMU guest (TCG) and run the matrix inside it");
-	cmd->add_option("--out", vm->out, "Directory for results.json, serial.log and the guest's files")->required();
-	auto *kernel = cmd->add_option("--kernel", vm->kernel, kernel_help("debian[:ABI]"))->capture_default_str();
+	cmd->add_option("--out", vm.out, "Directory for results.json, serial.log and the guest's files")->required();
+	auto *kernel = cmd->add_option("--kernel", vm.kernel, kernel_help("debian[:ABI]"))->capture_default_str();
 	auto *patch =
-		cmd->add_option("--patch", vm->patches, "Patch applied to a build kernel (repeatable)")->check(patch_file);
-	auto *boot = cmd->add_option("--boot", vm->boot,
+		cmd->add_option("--patch", vm.patches, "Patch applied to a build kernel (repeatable)")->check(patch_file);
+	auto *boot = cmd->add_option("--boot", vm.boot,
 				     "How the guest boots, for the memory a long-term pin may not stay in: ordinary, "
 				     "movable, cma, hugetlb_cma, all")
 			     ->capture_default_str();
 	// One meaning per flag: --placement is `run`'s (a page placement).
-	auto *placement = cmd->add_option("--placement", vm->boot)->group("");
-	cmd->add_option("--append", vm->append, "More kernel command line");
-	cmd->add_option("--memory", vm->memory_mib, "Guest RAM in MiB (default: what the boot needs)")
+	auto *placement = cmd->add_option("--placement", vm.boot)->group("");
+	cmd->add_option("--append", vm.append, "More kernel command line");
+	cmd->add_option("--memory", vm.memory_mib, "Guest RAM in MiB (default: what the boot needs)")
 		->check(whole_number(256, 16384));
-	cmd->add_option("--cpus", vm->cpus, "Guest vCPUs (QEMU -smp, one TCG thread each)")
+	cmd->add_option("--cpus", vm.cpus, "Guest vCPUs (QEMU -smp, one TCG thread each)")
 		->check(whole_number(1, 8))
 		->capture_default_str();
-	cmd->add_option("--timeout", vm->timeout_s, "Seconds from QEMU start to guest power-off")
+	cmd->add_option("--timeout", vm.timeout_s, "Seconds from QEMU start to guest power-off")
 		->check(whole_number(1, INT_MAX))
 		->capture_default_str();
-	cmd->add_option("--matrix", vm->matrix, "A matrix file: one guest per (kernel, boot)")
+	cmd->add_option("--matrix", vm.matrix, "A matrix file: one guest per (kernel, boot)")
 		->check(regular_file)
 		// The file names its kernels, patches and boots: a flag beside it
 		// would be ignored.
 		->excludes(kernel)
 		->excludes(patch)
 		->excludes(boot);
-	cmd->add_option("--jobs", vm->jobs,
+	cmd->add_option("--jobs", vm.jobs,
 			"--matrix: guests at once (default: as many as the host's cores and memory hold)")
 		->check(whole_number(1, 64));
-	add_vm_guest_options(cmd, *vm, *cases);
-	add_format_option(cmd, vm->format);
-	return {cmd, [vm, cases, cmd, placement] {
-			if (placement->count())
-				throw usage_error("--placement: the guest's boot is --boot " + vm->boot +
-						  " (--placement is `pinmatrix run`'s page placement)");
-			vm->cases = case_list(*cases);
-			if (vm->bench && !cmd->count("--timeout"))
-				vm->timeout_s = 3600;
+	add_vm_guest_options(cmd, vm, *cases);
+	add_format_option(cmd, vm.format);
+	return [&vm, cases, cmd, placement] {
+		if (placement->count())
+			throw usage_error("--placement: the guest's boot is --boot " + vm.boot +
+					  " (--placement is `pinmatrix run`'s page placement)");
+		vm.cases = case_list(*cases);
+		if (vm.bench && !cmd->count("--timeout"))
+			vm.timeout_s = 3600;
+	};
+}
+
+subcommand add_vm(CLI::App &app)
+{
+	auto vm = std::make_shared<vm_options>();
+	auto *cmd = app.add_subcommand("vm", "Boot a QEMU guest (TCG) and run the matrix inside it");
+	auto complete = add_vm_options(cmd, *vm);
+	return {cmd, [vm, complete] {
+			complete();
 			return run_vm(*vm);
+		}};
+}
+
+// `pinmatrix gate --baseline OLD --out DIR [vm options]`: reports/gate.hpp.
+subcommand add_gate(CLI::App &app)
+{
+	auto vm = std::make_shared<vm_options>();
+	auto gate = std::make_shared<gate_options>();
+	auto *cmd = app.add_subcommand(
+		"gate", "A kernel update's gate: `vm` on the new kernel, then compare with the baseline run "
+			"(the kernel before the update); exit 1 only on a regression");
+	cmd->add_option("--baseline", gate->baseline, "The baseline run: its directory or results.json")
+		->required();
+	add_latency_flag(cmd, gate->compare.latency);
+	cmd->add_option("--bench-threshold", gate->compare.bench_threshold_pct,
+			"With --bench: a benchmark slower by more than PCT percent than the baseline's is a "
+			"regression");
+	auto complete = add_vm_options(cmd, *vm);
+	return {cmd, [vm, gate, complete] {
+			complete();
+			if (!vm->guest_cmd.empty() || vm->ssh_port)
+				throw usage_error("gate compares cases: it excludes --guest-cmd and --ssh-port");
+			if (gate->compare.bench_threshold_pct && !vm->bench)
+				throw usage_error("gate: --bench-threshold goes with --bench");
+			const auto baseline = read_baseline(*gate, vm->out);
+			return gated_run([vm] { return run_vm(*vm); }, baseline, vm->out, streams_ktap(vm->format),
+					 gate->compare);
+		}};
+}
+
+// bisect's options on CMD (`bisect` and the step git bisect run calls).
+void add_bisect_options(CLI::App *cmd, bisect_options &b, std::vector<std::string> &cases)
+{
+	cmd->add_option("--tree", b.tree, "Your kernel git work tree (clean; git bisect checks out there)")->required();
+	cmd->add_option("--good", b.good, "A revision without the regression")->required();
+	cmd->add_option("--bad", b.bad, "A revision with it (good must be its ancestor)")->required();
+	cmd->add_option("--cases", cases, "The cases that show the regression, A,B")->required();
+	cmd->add_option("--out", b.out, "Directory for the steps' runs, bisect.log and bisect.json")->required();
+	cmd->add_option("--boot", b.boot, "How each step's guest boots (as vm --boot)")->capture_default_str();
+	cmd->add_option("--fragment", b.fragments,
+			"Kconfig fragment on top of tinyconfig (repeatable; default vm/kconfig/pinmatrix.config)")
+		->check(regular_file);
+	cmd->add_option("--build", b.build, "The one build directory of every step (default OUT/build)");
+	cmd->add_option("--cache", b.cache, "Cache for modules and initramfs")->capture_default_str();
+	cmd->add_option("--case-timeout", b.case_timeout_s, "Seconds a case may take in the guest")
+		->check(whole_number(1, INT_MAX))
+		->capture_default_str();
+	cmd->add_option("--timeout", b.timeout_s, "Seconds from QEMU start to guest power-off, a step")
+		->check(whole_number(1, INT_MAX))
+		->capture_default_str();
+	cmd->add_option("--cpus", b.cpus, "Guest vCPUs")->check(whole_number(1, 8))->capture_default_str();
+}
+
+// `pinmatrix bisect`: vm/bisect.hpp.
+subcommand add_bisect(CLI::App &app)
+{
+	auto b = std::make_shared<bisect_options>();
+	auto cases = std::make_shared<std::vector<std::string>>();
+	auto *cmd = app.add_subcommand("bisect", "The first bad commit of a regression in your kernel git tree: "
+						 "git bisect run, each step built and judged by --cases in a guest");
+	add_bisect_options(cmd, *b, *cases);
+	return {cmd, [b, cases] {
+			b->cases = case_list(*cases);
+			return run_bisect(*b);
+		}};
+}
+
+// One step, as `git bisect run` calls it: 0 good, 1 bad, 125 skip; a step
+// that could not judge its commit stops the bisect (128), never reads as
+// bad.
+subcommand add_bisect_step(CLI::App &app)
+{
+	auto b = std::make_shared<bisect_options>();
+	auto cases = std::make_shared<std::vector<std::string>>();
+	auto *cmd = app.add_subcommand("bisect-step", "")->group("");
+	add_bisect_options(cmd, *b, *cases);
+	return {cmd, [b, cases] {
+			try {
+				b->cases = case_list(*cases);
+				return run_bisect_step(*b);
+			} catch (const std::exception &e) {
+				std::cerr << "pinmatrix bisect-step: " << e.what() << '\n';
+				return 128;
+			}
 		}};
 }
 
@@ -367,6 +482,7 @@ subcommand add_report(CLI::App &app)
 		std::vector<std::filesystem::path> compare, fleet;
 		std::optional<double> bench_threshold;
 		std::string format, origin;
+		bool latency = false;
 		bool kcidb = false;
 		bool mutants = false;
 	};
@@ -379,6 +495,7 @@ subcommand add_report(CLI::App &app)
 	cmd->add_option("--bench-threshold", opt->bench_threshold,
 			"With --compare: exit 1 when a benchmark's median is slower by more than PCT percent "
 			"(without it, benchmarks are informational)");
+	add_latency_flag(cmd, opt->latency);
 	cmd->add_option("--format", opt->format,
 			"With --compare: text (the default), md (a Markdown table for a ticket) or json "
 			"(every row, for machines)");
@@ -400,24 +517,28 @@ subcommand add_report(CLI::App &app)
 	return {cmd, [opt, cmd] {
 			if (opt->mutants) {
 				if (opt->kcidb || !opt->compare.empty() || !opt->fleet.empty() || !opt->format.empty() ||
-				    opt->bench_threshold || !opt->out.empty() || opt->dir.empty() || cmd->count("--origin"))
+				    opt->bench_threshold || opt->latency || !opt->out.empty() || opt->dir.empty() ||
+				    cmd->count("--origin"))
 					throw usage_error("report --mutants takes a run directory alone");
 				return mutants_report_command(opt->dir);
 			}
 			if (opt->kcidb) {
 				if (!opt->compare.empty() || !opt->fleet.empty() || !opt->format.empty() ||
-				    opt->bench_threshold)
-					throw usage_error("report --kcidb excludes --compare, --fleet, --format and "
-							  "--bench-threshold");
+				    opt->bench_threshold || opt->latency)
+					throw usage_error("report --kcidb excludes --compare, --fleet, --format, "
+							  "--bench-threshold and --latency");
 				kcidb_report_command(opt->dir, opt->origin, opt->out);
 				return 0;
 			}
 			if (cmd->count("--origin"))
 				throw usage_error("report: --origin goes with --kcidb");
 			if (opt->fleet.empty())
-				return report_command(opt->dir, opt->compare, opt->bench_threshold, opt->format, opt->out);
-			if (!opt->dir.empty() || !opt->compare.empty() || !opt->format.empty())
-				throw usage_error("report --fleet excludes a run directory, --compare and --format");
+				return report_command(opt->dir, opt->compare, opt->bench_threshold, opt->format, opt->out,
+						      opt->latency);
+			if (!opt->dir.empty() || !opt->compare.empty() || !opt->format.empty() || opt->bench_threshold ||
+			    opt->latency)
+				throw usage_error("report --fleet excludes a run directory, --compare, --format, "
+						  "--bench-threshold and --latency");
 			return fleet_report_command(opt->fleet, opt->out);
 		}};
 }
@@ -468,7 +589,7 @@ bool known_command(CLI::App &app, int argc, char **argv)
 		if (sub->get_name() == argv[1])
 			return true;
 	std::cerr << "pinmatrix: unknown command '" << argv[1]
-		  << "' (commands: cases, promises, run, vm, kernel, report, explain; see --help)\n";
+		  << "' (commands: cases, promises, run, vm, gate, bisect, kernel, report, explain; see --help)\n";
 	return false;
 }
 
@@ -502,8 +623,10 @@ int main(int argc, char **argv)
 	const auto split = split_explain(argc, argv);
 	if (!split)
 		return exit_usage;
-	const std::vector<subcommand> subs = {add_cases(app), add_promises(app), add_run(app), add_vm(app),
-					      add_kernel(app), add_report(app), add_explain(app, split->second)};
+	const std::vector<subcommand> subs = {add_cases(app),	   add_promises(app), add_run(app),
+					      add_vm(app),	   add_gate(app),     add_bisect(app),
+					      add_bisect_step(app), add_kernel(app),   add_report(app),
+					      add_explain(app, split->second)};
 	if (!known_command(app, argc, argv))
 		return exit_usage;
 	try {

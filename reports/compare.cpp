@@ -90,7 +90,7 @@ const char *case_comparison::latency_beyond_spread() const
 int comparison::regressions() const
 {
 	return int(std::count_if(cases.begin(), cases.end(),
-				 [](const case_comparison &c) { return is_regression(c.change); }));
+				 [](const case_comparison &c) { return c.regressed(); }));
 }
 
 namespace {
@@ -330,7 +330,7 @@ compared_run side_of(const json &doc, const run_view &run)
 
 } // namespace
 
-comparison compare_results(const json &before, const json &after)
+comparison compare_results(const json &before, const json &after, const compare_options &options)
 {
 	const run_view old_run = view_run(before), new_run = view_run(after);
 	comparison result{side_of(before, old_run), side_of(after, new_run), {}};
@@ -343,6 +343,11 @@ comparison compare_results(const json &before, const json &after)
 			for (const auto &[o, n] : pair_by_kernel({}, k.records))
 				result.cases.push_back(row_of(k.key, o, n));
 	label_rows(result.cases);
+	result.latency_gated = options.latency;
+	if (options.latency)
+		for (auto &cc : result.cases)
+			if (const char *moved = cc.latency_beyond_spread())
+				cc.latency_regression = std::string_view(moved) == "slower";
 	return result;
 }
 
@@ -407,13 +412,14 @@ std::string counts_text(const compared_run &r)
 	       (r.incomplete ? " (run incomplete)" : "");
 }
 
-// The regressions' names, for the result line: the label, and the kernel
-// where rows name theirs.
-std::string regression_names(const comparison &c)
+// The names of the rows that regressed one way (a verdict, or latency
+// alone), for the result line: the label, and the kernel where rows name
+// theirs.
+std::string regression_names(const comparison &c, bool by_verdict)
 {
 	std::string out;
 	for (const auto &cc : c.cases)
-		if (is_regression(cc.change))
+		if (cc.regressed() && is_regression(cc.change) == by_verdict)
 			out += (out.empty() ? "" : ", ") + cc.label +
 			       (c.kernels_per_row() ? " on " + kernel_text(cc.kernel_after ? cc.kernel_after
 											: cc.kernel_before)
@@ -423,11 +429,19 @@ std::string regression_names(const comparison &c)
 
 std::string result_text(const comparison &c)
 {
-	const int n = c.regressions();
-	if (!n)
-		return "no verdict regression: exit 0";
-	return std::to_string(n) + " verdict regression" + (n == 1 ? "" : "s") + " (" + regression_names(c) +
-	       "): exit 1";
+	const auto verdicts = std::count_if(c.cases.begin(), c.cases.end(),
+					    [](const case_comparison &cc) { return is_regression(cc.change); });
+	const auto latency = c.regressions() - verdicts;
+	if (!verdicts && !latency)
+		return c.latency_gated ? "no verdict or latency regression: exit 0" : "no verdict regression: exit 0";
+	std::string out;
+	if (verdicts)
+		out = std::to_string(verdicts) + " verdict regression" + (verdicts == 1 ? "" : "s") + " (" +
+		      regression_names(c, true) + ")";
+	if (latency)
+		out += (out.empty() ? "" : ", ") + std::to_string(latency) + " latency regression" +
+		       (latency == 1 ? "" : "s") + " (" + regression_names(c, false) + ")";
+	return out + ": exit 1";
 }
 
 std::string text_verdict_changes(const comparison &c, size_t key_w, size_t kernel_w)
@@ -458,6 +472,7 @@ std::string text_latency(const comparison &c, size_t key_w, size_t kernel_w)
 	std::ostringstream out;
 	out << "\nlatency per case (registration, or export/import): median (spread, n = samples):\n";
 	size_t before_w = 3, after_w = 3, single_samples = 0, rows = 0, moved = 0;
+	bool gated = false;
 	for (const auto &cc : c.cases) {
 		before_w = std::max(before_w, latency_cell(cc.latency_before).size());
 		after_w = std::max(after_w, latency_cell(cc.latency_after).size());
@@ -474,12 +489,14 @@ std::string text_latency(const comparison &c, size_t key_w, size_t kernel_w)
 		    << pad_to_width(latency_cell(cc.latency_after), after_w + 2) << change_pct_text(cc) << "\n";
 		single_samples += cc.median_change_pct() && (cc.latency_before->n == 1 || cc.latency_after->n == 1);
 		moved += cc.latency_beyond_spread() != nullptr;
+		gated |= cc.latency_regression;
 	}
 	if (!rows)
 		out << "  no case has a latency in either run\n";
 	if (moved)
 		out << "  " << moved << " case(s) moved beyond the spread: every new sample above (slower) or below "
-		    << "(faster) every old one (informational)\n";
+		    << "(faster) every old one" << (gated ? "; slower is a REGRESSION (--latency)" : " (informational)")
+		    << "\n";
 	if (single_samples)
 		out << "  note: " << single_samples << " case(s) have a single sample on one side: a change "
 		    << "there is one registration against another, indicative only\n";
@@ -488,7 +505,7 @@ std::string text_latency(const comparison &c, size_t key_w, size_t kernel_w)
 
 std::string markdown_row(const comparison &c, const case_comparison &cc)
 {
-	const bool bad = is_regression(cc.change);
+	const bool bad = cc.regressed();
 	auto verdict_cell = [](const std::optional<verdict> &o) { return o ? std::string(upper_name(*o)) : "-"; };
 	std::string row = "| " + markdown_text(cc.label) + " | " + markdown_text(cc.key.suite) + " | " +
 			  markdown_text(cc.key.placement.empty() ? "-" : cc.key.placement) + " | ";
@@ -499,7 +516,8 @@ std::string markdown_row(const comparison &c, const case_comparison &cc)
 	       markdown_text(name(cc.change)) + (bad ? "**" : "") + " | " +
 	       markdown_text(cc.detail.empty() ? "-" : cc.detail) + " | " +
 	       markdown_text(latency_cell(cc.latency_before)) + " | " + markdown_text(latency_cell(cc.latency_after)) +
-	       " | " + markdown_text(change_pct_text(cc)) + " |\n";
+	       " | " + (cc.latency_regression ? "**" : "") + markdown_text(change_pct_text(cc)) +
+	       (cc.latency_regression ? "**" : "") + " |\n";
 }
 
 json stats_json(const std::optional<sample_stats> &s)
@@ -574,7 +592,8 @@ json comparison_json(const comparison &c)
 				{"old", side_json(cc.before, cc.kernel_before, cc.latency_before)},
 				{"new", side_json(cc.after, cc.kernel_after, cc.latency_after)},
 				{"change", id(cc.change)},
-				{"regression", is_regression(cc.change)},
+				{"regression", cc.regressed()},
+				{"latency_regression", cc.latency_regression},
 				{"detail", cc.detail},
 				{"median_change_pct", pct ? json(*pct) : json(nullptr)},
 				{"latency_beyond_spread", cc.latency_beyond_spread() ? json(cc.latency_beyond_spread())
@@ -584,36 +603,53 @@ json comparison_json(const comparison &c)
 		{"cases", rows},		     {"regressions", c.regressions()}};
 }
 
+int run_comparison::exit_code() const
+{
+	return std::max(verdicts.exit_code(), bench.exit_code());
+}
+
+run_comparison compare_run_files(const results_file &before, const results_file &after,
+				 const compare_options &options)
+{
+	run_comparison c{compare_results(before.doc, after.doc, options),
+			 compare_bench_runs(before, after, options.bench_threshold_pct)};
+	c.verdicts.before.path = before.path.string();
+	c.verdicts.after.path = after.path.string();
+	return c;
+}
+
+json run_comparison_json(const run_comparison &c)
+{
+	json doc = comparison_json(c.verdicts);
+	doc["benchmarks"] = bench_runs_json(c.bench);
+	doc["exit_code"] = c.exit_code();
+	return doc;
+}
+
+std::string format_run_comparison(const run_comparison &c, compare_format format)
+{
+	const std::string bench_text = format_bench_runs(c.bench);
+	switch (format) {
+	case compare_format::md:
+		return format_comparison_markdown(c.verdicts) +
+		       (bench_text.empty() ? "" : "\n```text" + bench_text + "```\n");
+	case compare_format::json:
+		return run_comparison_json(c).dump(2) + "\n";
+	case compare_format::text:
+		break;
+	}
+	return format_comparison_text(c.verdicts) + bench_text;
+}
+
 int compare_runs(const std::filesystem::path &before, const std::filesystem::path &after, compare_format format,
-		 std::optional<double> bench_threshold_pct, std::ostream &out)
+		 const compare_options &options, std::ostream &out)
 {
 	// Both are read before anything is printed: bad input prints one message.
 	const auto old_file = load_results(before);
 	const auto new_file = load_results(after);
-	comparison c = compare_results(old_file.doc, new_file.doc);
-	c.before.path = old_file.path.string();
-	c.after.path = new_file.path.string();
-	const auto bench = compare_bench_runs(old_file, new_file, bench_threshold_pct);
-	const int exit_code = std::max(c.exit_code(), bench.exit_code());
-	const std::string bench_text = format_bench_runs(bench);
-	switch (format) {
-	case compare_format::text:
-		out << format_comparison_text(c) << bench_text;
-		break;
-	case compare_format::md:
-		out << format_comparison_markdown(c);
-		if (!bench_text.empty())
-			out << "\n```text" << bench_text << "```\n";
-		break;
-	case compare_format::json: {
-		json doc = comparison_json(c);
-		doc["benchmarks"] = bench_runs_json(bench);
-		doc["exit_code"] = exit_code;
-		out << doc.dump(2) << "\n";
-		break;
-	}
-	}
-	return exit_code;
+	const run_comparison c = compare_run_files(old_file, new_file, options);
+	out << format_run_comparison(c, format);
+	return c.exit_code();
 }
 
 } // namespace pinmatrix

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_report.hpp"
 #include "report_input.hpp"
 
 namespace pinmatrix {
@@ -63,8 +64,11 @@ struct case_comparison {
 	// A latency that moved beyond the spread of both runs: every new sample
 	// above every old one ("slower") or below ("faster"), with at least
 	// latency_spread_min_samples a side (pin cases time 5 registrations:
-	// --latency-samples). Informational, as the benchmarks' comparison.
+	// --latency-samples). Informational, as the benchmarks' comparison,
+	// unless the comparison gates on latency (compare_options::latency).
 	const char *latency_beyond_spread() const;
+	bool latency_regression = false;	// slower beyond the spread, and gated on
+	bool regressed() const { return is_regression(change) || latency_regression; }
 };
 inline constexpr size_t latency_spread_min_samples = 3;
 
@@ -81,25 +85,50 @@ struct compared_run {
 struct comparison {
 	compared_run before, after;
 	std::vector<case_comparison> cases;	// OLD's order, then cases new in NEW
+	bool latency_gated = false;		// compare_options::latency
 	// Rows name their kernels when either side ran several.
 	bool kernels_per_row() const { return before.kernel_per_row || after.kernel_per_row; }
-	int regressions() const;
+	int regressions() const;	// rows that regressed()
 	int exit_code() const { return regressions() ? 1 : 0; }
 };
 
-comparison compare_results(const nlohmann::json &before, const nlohmann::json &after);
+// What counts against NEW besides a verdict regression.
+struct compare_options {
+	// A benchmark slower by more than this percentage (none: informational).
+	std::optional<double> bench_threshold_pct;
+	// A case whose latency moved beyond the spread, slower: a regression.
+	bool latency = false;
+};
+
+comparison compare_results(const nlohmann::json &before, const nlohmann::json &after,
+			   const compare_options &options = {});
 // text: what changed, then every case's latency; md: a table of every case
 // for a ticket; json: every row with its fields (reports/README.md).
 std::string format_comparison_text(const comparison &c);
 std::string format_comparison_markdown(const comparison &c);
 nlohmann::json comparison_json(const comparison &c);
 
-// The command: each of OLD and NEW a run directory or a results.json; the
-// verdicts, then the benchmarks (reports/bench_report.hpp) in one format.
-// Returns 1 on a verdict regression (or, with bench_threshold_pct, a
-// benchmark slower beyond it), else 0. Throws usage_error for a missing or
-// unreadable input, before anything is printed.
+// Two runs compared: their verdicts and latency, then their benchmarks
+// (reports/bench_report.hpp).
+struct run_comparison {
+	comparison verdicts;
+	report::bench_runs_comparison bench;
+	// 1 on a regression (options' latency and benchmark threshold
+	// included), else 0.
+	int exit_code() const;
+};
+run_comparison compare_run_files(const report::results_file &before, const report::results_file &after,
+				 const compare_options &options);
+// comparison_json() with "benchmarks" and "exit_code" (--format json).
+nlohmann::json run_comparison_json(const run_comparison &c);
+// The comparison in one format, as `report --compare` prints it.
+std::string format_run_comparison(const run_comparison &c, compare_format format);
+
+// The command: each of OLD and NEW a run directory or a results.json,
+// compared and printed in one format. Returns run_comparison::exit_code().
+// Throws usage_error for a missing or unreadable input, before anything is
+// printed.
 int compare_runs(const std::filesystem::path &before, const std::filesystem::path &after, compare_format format,
-		 std::optional<double> bench_threshold_pct, std::ostream &out);
+		 const compare_options &options, std::ostream &out);
 
 } // namespace pinmatrix

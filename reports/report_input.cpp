@@ -22,6 +22,38 @@ namespace pinmatrix::report {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+std::vector<std::string> strings_of(const json &doc, const char *key)
+{
+	std::vector<std::string> out;
+	if (doc.is_object() && doc.contains(key) && doc[key].is_array())
+		for (const auto &s : doc[key])
+			if (s.is_string())
+				out.push_back(s.get<std::string>());
+	return out;
+}
+
+} // namespace
+
+std::vector<std::string> unexplained_kernel_alarms(const json &doc)
+{
+	if (!doc.is_object() || !doc.contains("kernel_log") || !doc.contains("cases") || !doc["cases"].is_array())
+		return {};
+	std::vector<std::string> expected;
+	for (const auto &c : doc["cases"])
+		if (c.is_object() && c.contains("verdict") && c["verdict"] == name(verdict::xfail))
+			for (auto &line : strings_of(c, "kernel_alarms"))
+				if (!trimmed(line).empty())
+					expected.push_back(trimmed(line));
+	std::vector<std::string> left;
+	for (const auto &line : strings_of(doc["kernel_log"], "alarms"))
+		if (std::none_of(expected.begin(), expected.end(),
+				 [&](const std::string &e) { return line.find(e) != std::string::npos; }))
+			left.push_back(line);
+	return left;
+}
+
 results_file load_results(const fs::path &dir_or_file)
 {
 	std::error_code ec;

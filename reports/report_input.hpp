@@ -237,6 +237,13 @@ std::string escape_markup(std::string_view s, bool attribute = false);
 // The HTML pages' short name for it, in text.
 inline std::string h(std::string_view s) { return escape_markup(s); }
 
+// The run's kernel bug lines (its kernel_log.alarms: an oops, BUG or WARN
+// in the guest's log) that no expected failure accounts for: a known
+// kernel bug's WARN is its XFAIL's evidence (the record's kernel_alarms, as
+// the runner read them from /dev/kmsg while the case ran). What is not a
+// string is not a line.
+std::vector<std::string> unexplained_kernel_alarms(const json &doc);
+
 struct sample_stats {
 	size_t n = 0;
 	double median = 0, min = 0, max = 0, p25 = 0, p75 = 0;

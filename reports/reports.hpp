@@ -38,11 +38,12 @@ void regenerate_reports(const std::filesystem::path &dir_or_file, const std::fil
 // [--format F]` (compare holds OLD and NEW, or is empty; format "text",
 // "md", "json", or empty for text; out empty or a directory, not with
 // compare). Returns the exit code: 0, or 1 for a verdict regression (or,
-// with bench_threshold_pct, a benchmark slower by more than that); throws
+// with bench_threshold_pct, a benchmark slower by more than that; with
+// latency, a case's latency slower beyond the spread); throws
 // usage_error for bad arguments or input, a bad format before anything is
 // read.
 int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare,
 		   std::optional<double> bench_threshold_pct = std::nullopt, const std::string &format = "",
-		   const std::filesystem::path &out = {});
+		   const std::filesystem::path &out = {}, bool latency = false);
 
 } // namespace pinmatrix

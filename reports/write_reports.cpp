@@ -68,7 +68,7 @@ namespace pinmatrix {
 
 int report_command(const std::filesystem::path &dir, const std::vector<std::filesystem::path> &compare,
 		   std::optional<double> bench_threshold_pct, const std::string &format,
-		   const std::filesystem::path &out)
+		   const std::filesystem::path &out, bool latency)
 {
 	// The format first: a bad one is told before anything is read.
 	if (!format.empty() && compare.empty())
@@ -83,10 +83,12 @@ int report_command(const std::filesystem::path &dir, const std::vector<std::file
 			throw usage_error("report --compare prints its result: --out goes with a run directory or --fleet");
 		if (bench_threshold_pct && !(*bench_threshold_pct > 0))
 			throw usage_error("report --bench-threshold: a percentage above 0");
-		return compare_runs(compare[0], compare[1], compare_as, bench_threshold_pct, std::cout);
+		return compare_runs(compare[0], compare[1], compare_as, {bench_threshold_pct, latency}, std::cout);
 	}
 	if (bench_threshold_pct)
 		throw usage_error("report: --bench-threshold goes with --compare OLD NEW");
+	if (latency)
+		throw usage_error("report: --latency goes with --compare OLD NEW");
 	if (dir.empty())
 		throw usage_error("report: give a run directory (or its results.json), or --compare OLD NEW");
 	regenerate_reports(dir, out);

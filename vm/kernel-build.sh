@@ -14,8 +14,8 @@
 # else the package downloaded through vm/debian-apt.sh and extracted into
 # $CACHE_DIR/sources/ (never installed).
 # $CACHE_DIR/kernels/build-<key>/, key = sha256 of the source package and
-# version, the compiler's version, this script, each fragment and each
-# patch (in order), first 12 hex:
+# version, the compiler's version, this script and kernel-configure.sh,
+# each fragment and each patch (in order), first 12 hex:
 #   vmlinuz  vmlinux (ELF, QEMU boots it via PVH)  release  config
 #   modules/ (lib/modules/<release>, depmod'ed)  build/ (the build tree:
 #   make -C DIR/build M=... modules)  patches/ (as applied, in order)
@@ -85,6 +85,7 @@ key=$({
   echo "$pkg $version"
   echo "$compiler"
   sha256sum < "${BASH_SOURCE[0]}"
+  sha256sum < "$here/kernel-configure.sh"
   printf '%s\n' "${fragment_shas[@]}"
   for p in ${patches[@]+"${patches[@]}"}; do sha256sum < "$p"; done
 } | sha256sum | cut -c1-64)
@@ -129,45 +130,7 @@ for p in ${patches[@]+"${patches[@]}"}; do
     { tail -n 20 "$log" >&2; die "patch '$p' does not apply to $pkg $version (log: $log)"; }
 done
 
-names=$(for f in "${fragments[@]}"; do printf ' + %s' "${f##*/}"; done)
-say "configuring: tinyconfig$names"
-kmake tinyconfig
-(cd "$tree" && scripts/kconfig/merge_config.sh -m .config "${fragments[@]}") >> "$log" 2>&1 ||
-  die "merge_config.sh failed (log: $log)"
-kmake olddefconfig
-
-# Kconfig drops an option silently when a dependency is missing: check that
-# every CONFIG_X=V line of the fragments is in .config, and every
-# "# CONFIG_X is not set" line is not set. A line a later fragment overrides
-# (the same option, another value) is checked in its last form only.
-declare -A final
-for f in "${fragments[@]}"; do
-  while IFS= read -r line; do
-    if [[ $line =~ ^(CONFIG_[A-Za-z0-9_]+)= || $line =~ ^#\ (CONFIG_[A-Za-z0-9_]+)\ is\ not\ set ]]; then
-      final[${BASH_REMATCH[1]}]=$f
-    fi
-  done < "$f"
-done
-bad=0
-for f in "${fragments[@]}"; do
-  while IFS= read -r line; do
-    line=${line%"${line##*[![:space:]]}"}
-    if [[ $line =~ ^(CONFIG_[A-Za-z0-9_]+)= ]]; then
-      [[ ${final[${BASH_REMATCH[1]}]} == "$f" ]] || continue
-      grep -qxF -- "$line" "$tree/.config" && continue
-    elif [[ $line =~ ^#\ (CONFIG_[A-Za-z0-9_]+)\ is\ not\ set$ ]]; then
-      [[ ${final[${BASH_REMATCH[1]}]} == "$f" ]] || continue
-      grep -q "^${BASH_REMATCH[1]}=" "$tree/.config" || continue
-    else
-      continue
-    fi
-    name=${line#\# }; name=${name%%[= ]*}
-    got=$(grep -E "^(# )?$name[= ]" "$tree/.config" || echo "absent (dependency missing?)")
-    echo "kernel-build: ${f##*/} asked '$line', got '$got'" >&2
-    bad=1
-  done < "$f"
-done
-[[ $bad -eq 0 ]] || die "the options above did not end up as the fragments ask"
+"$here/kernel-configure.sh" "$tree" "$tree" "$log" "${fragments[@]}" || die "cannot configure (log: $log)"
 
 # make's jobs: one per CPU, at most one per GiB available (vm/build-jobs.sh).
 read -r jobs why < <("$here/build-jobs.sh") || die "cannot size make's jobs (vm/build-jobs.sh)"

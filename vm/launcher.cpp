@@ -348,32 +348,6 @@ std::vector<std::string> note_guest_kernel_log(const fs::path &guest_dir, json &
 	return alarms;
 }
 
-// The guest log's bug lines that no expected failure accounts for: a known
-// kernel bug's WARN is its XFAIL's evidence (the record's kernel_alarms, as
-// the runner read it from /dev/kmsg while the case ran).
-std::vector<std::string> unexplained_alarms(const json &cases, const std::vector<std::string> &alarms)
-{
-	std::vector<std::string> expected;
-	for (const auto &c : cases)
-		if (c.value("verdict", "") == name(verdict::xfail) && c.contains("kernel_alarms"))
-			for (const auto &a : c["kernel_alarms"])
-				if (a.is_string() && !trimmed(a.get<std::string>()).empty())
-					expected.push_back(trimmed(a.get<std::string>()));
-	std::vector<std::string> left;
-	for (const auto &line : alarms)
-		if (std::none_of(expected.begin(), expected.end(),
-				 [&](const std::string &e) { return line.find(e) != std::string::npos; }))
-			left.push_back(line);
-	return left;
-}
-
-std::vector<std::string> alarms_of(const json &doc)
-{
-	if (!doc.contains("kernel_log"))
-		return {};
-	return unexplained_alarms(doc["cases"], doc["kernel_log"].value("alarms", std::vector<std::string>()));
-}
-
 // A run whose kernel reported a bug fails, unless it already failed worse.
 int with_kernel_alarms(int rc, const std::vector<std::string> &alarms)
 {
@@ -974,7 +948,7 @@ void summarize_into(json &doc)
 	const auto summary = summarize_json(doc["cases"]);
 	doc["summary"] = summary_json(summary);
 	verdict v = summary.overall;
-	if (!alarms_of(doc).empty())
+	if (!report::unexplained_kernel_alarms(doc).empty())
 		v = worst(v, verdict::fail);
 	doc["verdict"] = name(v);
 }
@@ -1141,7 +1115,7 @@ int run_single(const vm_options &opt)
 		    phases_text(vm.value("phases_s", json::object())).c_str(),
 		    not_written.empty() ? (g.out / "results.json").c_str() : "none (not written, see below)");
 	const int rc = with_kernel_alarms(exit_code(summarize_json(doc["cases"])),
-					  unexplained_alarms(doc["cases"], outcome.kernel_alarms));
+					  report::unexplained_kernel_alarms(doc));
 	if (!not_written.empty()) {
 		std::cerr << "pinmatrix vm: ERROR: results not written: " << not_written << "; "
 			  << (fs::exists(g.out / "results.json") ? "results.json is an earlier, whole one"
@@ -1333,7 +1307,7 @@ int run_matrix_file(const vm_options &opt)
 	write_json_atomically(m.out / "results.json", m.merged);
 	write_reports(m.out, m.merged);
 	print_matrix(m.merged, wall_s, m.out / "results.json");
-	return with_kernel_alarms(exit_code(summarize_json(m.merged["cases"])), alarms_of(m.merged));
+	return with_kernel_alarms(exit_code(summarize_json(m.merged["cases"])), report::unexplained_kernel_alarms(m.merged));
 }
 
 } // namespace

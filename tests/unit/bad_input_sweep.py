@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """A sweep of bad inputs through the CLI, no boot: arguments of every
-subcommand, kernel specs, matrix files and results files (through report,
---compare, --fleet and --kcidb). Each input runs in
+subcommand, kernel specs, matrix files, results files (through report,
+--compare, --fleet, --kcidb and gate's baseline) and bisect's git trees. Each input runs in
 a fresh scratch directory (its --out and --cache are in it, so an input that
 is not refused can touch nothing else) under a time bound, and is clean when
 pinmatrix
@@ -93,6 +93,73 @@ def results_inputs():
         ("started-at-number", doc([{"id": "A", "verdict": "pass", "started_at": 1700000000}])),
         ("deep", '{"schema": "pinmatrix/1", "cases": [], "x": ' + "[" * 200000 + "]" * 200000 + "}"),
         ("nul-bytes", '{"schema": "pinmatrix/1", "cases": [\0]}'),
+    ]
+
+
+def git_tree(w, kernel=True):
+    """A small git tree of two commits in w["dir"]/tree: with a Makefile and
+    scripts/kconfig/merge_config.sh, what bisect checks of a kernel tree
+    before anything runs."""
+    t = os.path.join(w["dir"], "tree")
+    os.makedirs(os.path.join(t, "scripts/kconfig"))
+    git = lambda *a: subprocess.run(["git", "-C", t, "-c", "user.name=sweep", "-c", "user.email=sweep@invalid"] +
+                                    list(a), check=True, stdout=subprocess.DEVNULL)
+    open(os.path.join(t, "Makefile" if kernel else "README"), "w").write("one\n")
+    open(os.path.join(t, "scripts/kconfig/merge_config.sh"), "w").write("#!/bin/sh\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "one")
+    open(os.path.join(t, "scripts/kconfig/merge_config.sh"), "a").write("# two\n")
+    git("commit", "-q", "-a", "-m", "two")
+    return t
+
+
+def bisect_inputs():
+    """(name, setup): bisect's refusals (and gate's, whose baseline lies in
+    its --out), each before anything is built, checked out or written."""
+    def bisect(w, t, *more, good="HEAD~1", bad="HEAD", cases="A", out=None):
+        return ["bisect", "--tree", t, "--good", good, "--bad", bad, "--cases", cases,
+                "--out", out or w["out"], "--cache", w["cache"]] + list(more)
+
+    def dirty(w):
+        t = git_tree(w)
+        open(os.path.join(t, "Makefile"), "a").write("changed\n")
+        return bisect(w, t)
+
+    def in_progress(w):
+        t = git_tree(w)
+        open(os.path.join(t, ".git/BISECT_START"), "w").write("main\n")
+        return bisect(w, t)
+
+    def gate_over_baseline(w):
+        os.makedirs(os.path.join(w["out"], "old"))
+        doc = {"schema": "pinmatrix/1", "cases": [{"id": "A", "verdict": "pass"}]}
+        json.dump(doc, open(os.path.join(w["out"], "old", "results.json"), "w"))
+        return ["gate", "--baseline", os.path.join(w["out"], "old"), "--out", w["out"], "--cache", w["cache"]]
+
+    return [
+        ("bisect-tree-is-file", lambda w: bisect(w, w["file"])),
+        ("bisect-tree-not-git", lambda w: bisect(w, w["dir"])),
+        ("bisect-tree-not-kernel", lambda w: bisect(w, git_tree(w, kernel=False))),
+        ("bisect-tree-subdir", lambda w: bisect(w, os.path.join(git_tree(w), "scripts"))),
+        ("bisect-tree-dirty", dirty),
+        ("bisect-in-progress", in_progress),
+        ("bisect-good-unknown", lambda w: bisect(w, git_tree(w), good="nosuchrev")),
+        ("bisect-good-option", lambda w: bisect(w, git_tree(w), good="--output=x")),
+        ("bisect-good-empty", lambda w: bisect(w, git_tree(w), good="")),
+        ("bisect-good-is-bad", lambda w: bisect(w, git_tree(w), good="HEAD")),
+        ("bisect-good-after-bad", lambda w: bisect(w, git_tree(w), good="HEAD", bad="HEAD~1")),
+        ("bisect-cases-empty", lambda w: bisect(w, git_tree(w), cases="")),
+        ("bisect-cases-comma", lambda w: bisect(w, git_tree(w), cases="A,,B")),
+        ("bisect-boot-bogus", lambda w: bisect(w, git_tree(w), "--boot", "bogus")),
+        ("bisect-fragment-missing", lambda w: bisect(w, git_tree(w), "--fragment", "/nonexistent-pm.config")),
+        ("bisect-fragment-passwd", lambda w: bisect(w, git_tree(w), "--fragment", "/etc/passwd")),
+        ("bisect-out-in-tree", lambda w: bisect(w, git_tree(w), out=os.path.join(w["dir"], "tree", "out"))),
+        ("bisect-build-in-tree", lambda w: bisect(w, git_tree(w), "--build", os.path.join(w["dir"], "tree", "b"))),
+        ("bisect-out-is-file", lambda w: bisect(w, git_tree(w), out=w["file"])),
+        ("bisect-cpus-0", lambda w: bisect(w, git_tree(w), "--cpus", "0")),
+        ("bisect-no-tree", lambda w: ["bisect", "--good", "a", "--bad", "b", "--cases", "A", "--out", w["out"]]),
+        ("gate-out-holds-baseline", gate_over_baseline),
     ]
 
 
@@ -217,6 +284,21 @@ def cli_inputs(w):
     add("run-format-bogus", "run", "--format", "tap", "--out", out)
     add("vm-format-bogus", *vm, "--format", "xml")
     add("vm-format-ktap-guest-cmd", *vm, "--format", "ktap", "--guest-cmd", "true")
+    # gate and run --baseline: the baseline is read before anything runs
+    gate = ["gate", "--out", out, "--cache", cache]
+    add("gate-no-baseline", *gate)
+    add("gate-no-out", "gate", "--baseline", w["dir"], "--cache", cache)
+    add("gate-baseline-missing", *gate, "--baseline", w["dir"] + "/missing")
+    add("gate-baseline-empty-dir", *gate, "--baseline", w["dir"])
+    add("gate-baseline-is-file", *gate, "--baseline", w["file"])
+    add("gate-guest-cmd", *gate, "--baseline", w["dir"], "--guest-cmd", "true")
+    add("gate-bench-threshold-without-bench", *gate, "--baseline", w["dir"], "--bench-threshold", "10")
+    add("gate-cases-empty", *gate, "--baseline", w["dir"], "--cases", "")
+    add("run-baseline-missing", "run", "--baseline", w["dir"] + "/missing", "--out", out)
+    add("run-baseline-without-out", "run", "--baseline", w["dir"])
+    add("run-latency-without-baseline", "run", "--latency", "--out", out)
+    add("report-latency-without-compare", "report", "--latency", w["dir"])
+    add("report-kcidb-latency", "report", w["dir"], "--kcidb", "--origin", "lab", "--latency")
     return a
 
 
@@ -276,7 +358,7 @@ def main():
             return ["vm", "--matrix", f, "--out", w["out"], "--cache", w["cache"]]
         inputs.append(("matrix/" + name, setup))
     for name, text in results_inputs():
-        for mode in ("report", "compare", "fleet", "kcidb"):
+        for mode in ("report", "compare", "fleet", "kcidb", "gate"):
             def setup(w, text=text, mode=mode):
                 f = os.path.join(w["dir"], "results.json")
                 open(f, "w").write(text)
@@ -284,12 +366,16 @@ def main():
                     return ["report", w["dir"], "--out", w["out"]]
                 if mode == "compare":
                     return ["report", "--compare", w["dir"], w["dir"]]
+                if mode == "gate":
+                    return ["gate", "--baseline", w["dir"], "--out", w["out"], "--cache", w["cache"]]
                 if mode == "kcidb":
                     return ["report", w["dir"], "--kcidb", "--origin", "sweep", "--out", w["out"] + "/kcidb.json"]
                 os.replace(f, os.path.join(w["node"], "results.json"))
                 open(os.path.join(w["node"], "status.json"), "w").write('{"state": "ran"}')
                 return ["report", "--fleet", w["node"], "--out", w["out"]]
             inputs.append(("results-%s/%s" % (mode, name), setup))
+    for name, setup in bisect_inputs():
+        inputs.append(("bisect/" + name, setup))
     unclean = []
     for name, setup in inputs:
         n, why, text = one(pinmatrix, name, setup, verbose)

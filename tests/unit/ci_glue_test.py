@@ -19,7 +19,9 @@
                to `run --cases A,D`, as a pipeline variable would) in a
                scratch project directory; the file its artifacts:reports:junit
                names exists, is kept by its artifacts:paths, passes
-               tests/data/junit.xsd and has a testcase per case of the run
+               tests/data/junit.xsd and has a testcase per case of the run;
+               then the same script as a gate (`--baseline`, a baseline in
+               which the first case passed): exit 1 naming that case alone
   jenkins      ci-glue/Jenkinsfile: the same for the pinmatrix stage's sh
                step and the junit step's testResults
 
@@ -195,6 +197,34 @@ def run_in_project(shell_argv, env, project):
     return p.returncode
 
 
+def passing_baseline(out, baseline):
+    """BASELINE/results.json: OUT's run with its first case a pass (the kernel
+    before the update, where it passed): on this machine it skips."""
+    with open(os.path.join(out, "results.json")) as f:
+        doc = json.load(f)
+    first = doc["cases"][0]
+    first.update(verdict="pass", reason="")
+    os.makedirs(baseline)
+    with open(os.path.join(baseline, "results.json"), "w") as f:
+        json.dump(doc, f)
+    return first["id"]
+
+
+def check_gate(run_step, env, project, out):
+    """The same step as a gate (`run --baseline`): exit 1 for the case that
+    passed in the baseline and skips here, named in gate.json."""
+    baseline = os.path.join(project, "baseline")
+    regressed = passing_baseline(os.path.join(project, out), baseline)
+    gated = dict(env, PINMATRIX_ARGS=env["PINMATRIX_ARGS"] + " --baseline " + shlex.quote(baseline))
+    rc = run_step(gated)
+    check(rc == 1, "the gate exited %d, not 1, for %s passed -> skipped" % (rc, regressed))
+    gate = os.path.join(project, out, "gate.json")
+    if check(os.path.exists(gate), "no gate.json"):
+        with open(gate) as f:
+            rows = [c for c in json.load(f)["cases"] if c["regression"]]
+        check([(c["id"], c["change"]) for c in rows] == [(regressed, "skipped")], "gate.json regressions: %s" % rows)
+
+
 def test_gitlab(pinmatrix, source):
     need_host_run()
     with open(os.path.join(source, "ci-glue/gitlab-ci.yml")) as f:
@@ -216,6 +246,8 @@ def test_gitlab(pinmatrix, source):
         rc = run_in_project(["bash", "-c", script], env, project)
         check(rc in [0, 1] + allowed, "the script exited %d" % rc)
         junit_of_run(source, os.path.join(project, junit))
+        check_gate(lambda e: run_in_project(["bash", "-c", script], e, project), env, project,
+                   os.path.dirname(junit))
 
 
 def test_jenkins(pinmatrix, source):
@@ -236,6 +268,8 @@ def test_jenkins(pinmatrix, source):
         rc = run_in_project(["sh", "-xe", "-c", stage.group(1)], env, workspace)	# as Jenkins' sh runs it
         check(rc in (0, 1, 4), "the sh step exited %d" % rc)
         junit_of_run(source, os.path.join(workspace, junit.group(1)))
+        check_gate(lambda e: run_in_project(["sh", "-xe", "-c", stage.group(1)], e, workspace), env, workspace,
+                   os.path.dirname(junit.group(1)))
 
 
 def main():

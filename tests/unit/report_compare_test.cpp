@@ -211,6 +211,16 @@ TEST(ReportCompare, LatencyBeyondTheSpreadIsFlagged)
 	EXPECT_EQ(r.exit_code, 0) << r.output;
 	EXPECT_NE(r.output.find("+45.5%, slower beyond the spread"), std::string::npos) << r.output;
 	EXPECT_NE(r.output.find("1 case(s) moved beyond the spread"), std::string::npos) << r.output;
+
+	// --latency: the slower one is a regression, the faster one is not.
+	const auto gated = compare_results(before, after, {.latency = true});
+	EXPECT_EQ(gated.regressions(), 1);
+	const auto latency = run_pinmatrix("report --latency --compare " + shell_quoted(save_run(dir, "old", before)) +
+					   " " + shell_quoted(save_run(dir, "new", after)));
+	EXPECT_EQ(latency.exit_code, 1) << latency.output;
+	EXPECT_NE(latency.output.find("1 latency regression (A): exit 1"), std::string::npos) << latency.output;
+	EXPECT_EQ(compare_results(after, before, {.latency = true}).regressions(), 0);
+	EXPECT_EQ(run_pinmatrix("report --latency " + shell_quoted(save_run(dir, "new", after))).exit_code, 2);
 }
 
 // The kernel-update gate (issue 12): cases match by suite, placement and
