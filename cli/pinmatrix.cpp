@@ -513,7 +513,7 @@ subcommand add_report(CLI::App &app)
 		      "without a mutant");
 	cmd->add_option("--out", opt->out,
 			"Where the reports go (created): with DIR, instead of next to its results.json; "
-			"with --fleet, required; with --kcidb, the file");
+			"with --fleet, required; with --kcidb, the file (- for stdout)");
 	return {cmd, [opt, cmd] {
 			if (opt->mutants) {
 				if (opt->kcidb || !opt->compare.empty() || !opt->fleet.empty() || !opt->format.empty() ||

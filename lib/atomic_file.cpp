@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "atomic_file.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,36 +10,102 @@
 #include <string>
 
 #include "sys_error.hpp"
+#include "unique_fd.hpp"
 
 namespace pinmatrix {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// This process's umask, without changing it (umask() would, for every
+// thread at once): /proc/self/status says it.
+mode_t current_umask()
+{
+	std::ifstream status("/proc/self/status");
+	for (std::string line; std::getline(status, line);)
+		if (line.rfind("Umask:", 0) == 0)
+			return mode_t(std::stoul(line.substr(6), nullptr, 8));
+	return 022;
+}
+
+} // namespace
+
+void require_replaceable(const fs::path &path)
+{
+	if (!path.has_filename())
+		throw usage_error(path.string() + ": names a directory, not a file");
+	struct stat st;
+	if (lstat(path.c_str(), &st)) {
+		if (errno == ENOENT)
+			return;
+		throw last_sys_error("stat " + path.string());
+	}
+	if (!S_ISREG(st.st_mode))
+		throw usage_error(path.string() + ": not a regular file (" +
+				  (S_ISLNK(st.st_mode)   ? "a symbolic link"
+				   : S_ISDIR(st.st_mode) ? "a directory"
+				   : S_ISFIFO(st.st_mode) ? "a FIFO"
+							  : "a device or socket") +
+				  "): it is never written through or replaced");
+}
+
+namespace {
+
+// A new file beside PATH, made here (O_EXCL: never an existing name, never
+// a link someone planted), its name in tmp.
+unique_fd make_temporary_beside(const fs::path &path, std::string &tmp)
+{
+	tmp = (path.parent_path() / ("." + path.filename().string() + ".XXXXXX")).string();
+	unique_fd fd(mkostemp(tmp.data(), O_CLOEXEC));
+	if (!fd)
+		throw last_sys_error("create a temporary file beside " + path.string());
+	if (fchmod(fd.get(), 0666 & ~current_umask())) {
+		const int err = errno;
+		unlink(tmp.c_str());
+		throw sys_error(err, "chmod " + tmp);
+	}
+	return fd;
+}
+
+// All of text, or errno.
+int write_all(int fd, std::string_view text)
+{
+	while (!text.empty()) {
+		const ssize_t n = write(fd, text.data(), text.size());
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		text.remove_prefix(size_t(n));
+	}
+	return 0;
+}
+
+} // namespace
+
 void write_file_atomically(const fs::path &path, std::string_view text)
 {
-	auto tmp = path;
-	tmp += ".tmp." + std::to_string(getpid());
-	{
-		std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-		if (!out)
-			throw last_sys_error("open " + tmp.string());
-		out.write(text.data(), std::streamsize(text.size()));
-		out.flush();
-		if (!out) {
-			// A full disk: the old file stays whole and the space goes back.
-			const int err = errno;
-			out.close();
-			std::error_code ignored;
-			fs::remove(tmp, ignored);
-			throw sys_error(err, "write " + path.string());
-		}
+	require_replaceable(path);
+	std::string tmp;
+	unique_fd fd = make_temporary_beside(path, tmp);
+	if (const int err = write_all(fd.get(), text)) {
+		// A full disk: the old file stays whole and the space goes back.
+		unlink(tmp.c_str());
+		throw sys_error(err, "write " + path.string());
 	}
-	std::error_code ec;
-	fs::rename(tmp, path, ec);
-	if (ec) {
-		std::error_code ignored;
-		fs::remove(tmp, ignored);
-		throw sys_error(ec.value(), "rename to " + path.string());
+	fd.reset();
+	// Checked again just before: what was planted meanwhile is refused too.
+	try {
+		require_replaceable(path);
+	} catch (...) {
+		unlink(tmp.c_str());
+		throw;
+	}
+	if (rename(tmp.c_str(), path.c_str())) {
+		const int err = errno;
+		unlink(tmp.c_str());
+		throw sys_error(err, "rename to " + path.string());
 	}
 }
 

@@ -6,10 +6,20 @@
 
 namespace pinmatrix {
 
-// Writes text to path through a temporary file beside it (PATH.tmp.PID) and
-// rename(), so that a reader sees the old file or the new one, never half of
-// one. On failure (a full disk, say) the old file stays whole, the temporary
-// file is removed and sys_error is thrown with the errno.
+// Writes text to path through a new temporary file beside it (.NAME.XXXXXX,
+// made with O_EXCL: never a name that exists, never a link someone planted;
+// mode 0666 less the umask) and rename(), so that a reader sees the old file
+// or the new one, never half of one. Only a new path or a regular file is
+// replaced: a symbolic link, a FIFO, a device or a directory at path (or a
+// path that ends in '/') is refused with usage_error before anything is
+// made, and again just before the rename. On failure (a full disk, say) the
+// old file stays whole, the temporary file is removed and sys_error is
+// thrown with the errno.
 void write_file_atomically(const std::filesystem::path &path, std::string_view text);
+
+// What write_file_atomically() refuses, checked with no side effect (for a
+// command's --out before it does anything): throws usage_error unless path
+// is a new path or a regular file, and does not end in '/'.
+void require_replaceable(const std::filesystem::path &path);
 
 } // namespace pinmatrix

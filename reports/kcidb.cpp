@@ -460,8 +460,11 @@ void kcidb_report_command(const fs::path &dir_or_file, const std::string &origin
 	if (dir_or_file.empty())
 		throw usage_error("report --kcidb: give a run directory (or its results.json)");
 	std::error_code ec;
-	if (!out.empty() && fs::is_directory(out, ec))
+	const bool to_stdout = out == "-";
+	if (!out.empty() && !to_stdout && fs::is_directory(out, ec))
 		throw usage_error("report --kcidb --out " + out.string() + ": a directory; --out names the file to write");
+	if (!out.empty() && !to_stdout)
+		require_replaceable(out);
 	const auto results = load_results(dir_or_file);
 	const fs::path run_dir = results.path.parent_path().empty() ? fs::path(".") : results.path.parent_path();
 	std::string bench_problem;
@@ -469,10 +472,15 @@ void kcidb_report_command(const fs::path &dir_or_file, const std::string &origin
 	if (!bench_problem.empty())
 		std::cerr << "pinmatrix: warning: " << bench_problem << ": no benchmark tests in the KCIDB data\n";
 	const json k = format_kcidb(results.doc, origin, bench ? &*bench : nullptr);
+	const std::string text = k.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+	if (to_stdout) {
+		std::cout << text;
+		return;
+	}
 	const fs::path file = out.empty() ? run_dir / "kcidb.json" : out;
 	if (file.has_parent_path())
 		fs::create_directories(file.parent_path());
-	write_file_atomically(file, k.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+	write_file_atomically(file, text);
 	std::cout << "pinmatrix report: KCIDB " << kcidb_major << "." << kcidb_minor << " for origin " << origin << ": "
 		  << k["checkouts"].size() << " checkout(s), " << k["builds"].size() << " build(s), "
 		  << k["tests"].size() << " test(s) (" << status_counts(k) << "); wrote " << file.string() << "\n";

@@ -114,9 +114,10 @@ def git_tree(w, kernel=True):
     return t
 
 
-def bisect_inputs():
-    """(name, setup): bisect's refusals (and gate's, whose baseline lies in
-    its --out), each before anything is built, checked out or written."""
+def setup_inputs():
+    """(name, setup): inputs made on disk first: --out targets that are not
+    regular files, bisect's git trees (each refused before anything is
+    built, checked out or written) and gate's baseline inside its --out."""
     def bisect(w, t, *more, good="HEAD~1", bad="HEAD", cases="A", out=None):
         return ["bisect", "--tree", t, "--good", good, "--bad", bad, "--cases", cases,
                 "--out", out or w["out"], "--cache", w["cache"]] + list(more)
@@ -137,7 +138,27 @@ def bisect_inputs():
         json.dump(doc, open(os.path.join(w["out"], "old", "results.json"), "w"))
         return ["gate", "--baseline", os.path.join(w["out"], "old"), "--out", w["out"], "--cache", w["cache"]]
 
+    def kcidb_out(make):
+        def setup(w):
+            doc = {"schema": "pinmatrix/1", "cases": [{"id": "A", "verdict": "pass"}]}
+            json.dump(doc, open(os.path.join(w["dir"], "results.json"), "w"))
+            target = make(w)
+            return ["report", w["dir"], "--kcidb", "--origin", "sweep", "--out", target]
+        return setup
+
+    def fifo(w):
+        os.mkfifo(os.path.join(w["node"], "fifo"))
+        return os.path.join(w["node"], "fifo")
+
+    def link(w):
+        os.symlink(w["file"], os.path.join(w["node"], "link"))
+        return os.path.join(w["node"], "link")
+
     return [
+        # --out: never through a link, never over a FIFO or device, never a directory
+        ("kcidb-out-fifo", kcidb_out(fifo)),
+        ("kcidb-out-symlink", kcidb_out(link)),
+        ("kcidb-out-trailing-slash", kcidb_out(lambda w: os.path.join(w["out"], "newdir") + "/")),
         ("bisect-tree-is-file", lambda w: bisect(w, w["file"])),
         ("bisect-tree-not-git", lambda w: bisect(w, w["dir"])),
         ("bisect-tree-not-kernel", lambda w: bisect(w, git_tree(w, kernel=False))),
@@ -374,8 +395,8 @@ def main():
                 open(os.path.join(w["node"], "status.json"), "w").write('{"state": "ran"}')
                 return ["report", "--fleet", w["node"], "--out", w["out"]]
             inputs.append(("results-%s/%s" % (mode, name), setup))
-    for name, setup in bisect_inputs():
-        inputs.append(("bisect/" + name, setup))
+    for name, setup in setup_inputs():
+        inputs.append(("setup/" + name, setup))
     unclean = []
     for name, setup in inputs:
         n, why, text = one(pinmatrix, name, setup, verbose)
