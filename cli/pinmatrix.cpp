@@ -56,7 +56,8 @@ void print_cases(const suite_options &opt)
 }
 
 // A whole number in [LO, HI], or "'abc' is not a whole number", "-3 is out
-// of range 1 to 300" (CLI11's own ranges print DBL_MAX's 309 digits).
+// of range 1 to 300" (CLI11's own ranges print DBL_MAX's 309 digits), or
+// "'010': a leading zero" (CLI11 converts that as octal).
 CLI::Validator whole_number(long long lo, long long hi)
 {
 	return CLI::Validator(
@@ -65,6 +66,9 @@ CLI::Validator whole_number(long long lo, long long hi)
 			const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
 			if (s.empty() || end != s.data() + s.size() || ec == std::errc::invalid_argument)
 				return "'" + s + "' is not a whole number";
+			// CLI11 would read 010 as octal 8 after this check read 10.
+			if (s.size() > 1 && s[0] == '0')
+				return "'" + s + "': a leading zero (numbers are decimal)";
 			if (ec == std::errc::result_out_of_range || v < lo || v > hi)
 				return s + " is out of range " + std::to_string(lo) + " to " + std::to_string(hi);
 			return "";

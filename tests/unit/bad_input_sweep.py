@@ -209,6 +209,10 @@ def cli_inputs(w):
     for v in ("0", "65", "x", "-1", ""):
         add("vm-jobs-" + (v or "empty"), *vm, "--jobs", v)
     add("vm-jobs-without-matrix", *vm, "--jobs", "2")
+    # decimal only: CLI11 reads a leading zero as octal (--jobs 010 ran 8 guests)
+    for opt, v in (("--jobs", "010"), ("--memory", "03000"), ("--memory", "02048"), ("--cpus", "01"),
+                   ("--timeout", "0300"), ("--case-timeout", "060")):
+        add("vm-leading-zero" + opt + "-" + v, *vm, "--matrix", w["file"], opt, v)
     for v in ("0", "-5", "abc", "2147483648"):
         add("vm-timeout-" + v, *vm, "--timeout", v)
         add("vm-case-timeout-" + v, *vm, "--case-timeout", v)

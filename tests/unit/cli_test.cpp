@@ -346,6 +346,12 @@ TEST(Cli, MessagesNameTheBadInput)
 		{"run --case-timeout 0", "--case-timeout: 0 is out of range 1 to"},
 		{"run --find-budget x", "--find-budget: 'x' is not a whole number"},
 		{"run --latency-samples 0", "--latency-samples: 0 is out of range 1 to 100"},
+		// CLI11 reads a leading zero as octal: --jobs 010 ran 8 guests.
+		{"vm" + out + " --matrix " PINMATRIX_SOURCE_DIR "/matrix/default.toml --jobs 010",
+		 "--jobs: '010': a leading zero (numbers are decimal)"},
+		{"vm" + out + " --memory 03000", "--memory: '03000': a leading zero"},
+		{"vm" + out + " --memory 02048", "--memory: '02048': a leading zero"},
+		{"vm" + out + " --cpus 010", "--cpus: '010': a leading zero"},
 		{"--frob", "unknown option '--frob'"},
 		{"kernel frob", "pinmatrix kernel: unknown command 'frob' (commands: build)"},
 		{"kernel --frob", "pinmatrix kernel: unknown option '--frob'"},
