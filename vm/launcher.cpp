@@ -532,9 +532,32 @@ fs::path kernel_dir_bound(const group_spec &g)
 	return g.cache / "kernels" / std::string(std::max<size_t>(64, g.kernel.abi.size() + 40), 'x');
 }
 
+// A path the guest reads from its kernel command line: its init splits
+// that at spaces, and a quote or control character has no way through.
+void require_cmdline_path(const fs::path &p, const std::string &what)
+{
+	const std::string s = p.string();
+	if (std::any_of(s.begin(), s.end(), [](unsigned char c) {
+		    return std::isspace(c) || std::iscntrl(c) || c == '"' || c == '\'';
+	    }))
+		throw usage_error(what + " '" + report::one_line(s) +
+				  "': a space, quote or control character there would split the guest's "
+				  "command line (choose a path without one)");
+}
+
 // What one guest asks for, checked before anything is written or locked.
 void check_group(const group_spec &g)
 {
+	if (g.kernel.source == "image")
+		require_cmdline_path(fs::absolute(g.kernel.user_dir), "image:");
+	else
+		require_cmdline_path(fs::absolute(g.cache), "--cache");
+	require_cmdline_path(data_dir(), "the install directory");
+	// QEMU's -virtfs and -qmp options are comma-separated: a comma in the
+	// path would end it.
+	if (g.out.string().find(',') != std::string::npos)
+		throw usage_error("--out '" + report::one_line(g.out.string()) +
+				  "': a comma there would split QEMU's -virtfs option (choose a path without one)");
 	if (g.memory_mib && g.memory_mib < g.boot->memory_mib)
 		throw usage_error("--memory " + std::to_string(g.memory_mib) + ": boot " + g.boot->name +
 				  " needs at least " + std::to_string(g.boot->memory_mib) + " MiB");

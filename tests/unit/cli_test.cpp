@@ -335,6 +335,11 @@ TEST(Cli, MessagesNameTheBadInput)
 	const scratch s("pm-cli-msg");
 	const std::string out = " --out " + (s.dir / "out").string();
 	const std::string fifo = s.fifo("fifo").string();
+	const fs::path spaced = s.dir / "an image";	// laid out as an image dir, its name with a space
+	for (const char *d : {"modules", "build"})
+		fs::create_directories(spaced / d);
+	for (const char *f : {"release", "config", "vmlinuz"})
+		std::ofstream(spaced / f) << "6.1.0\n";
 	struct {
 		std::string args, says;
 	} bad[] = {
@@ -352,6 +357,13 @@ TEST(Cli, MessagesNameTheBadInput)
 		{"vm" + out + " --memory 03000", "--memory: '03000': a leading zero"},
 		{"vm" + out + " --memory 02048", "--memory: '02048': a leading zero"},
 		{"vm" + out + " --cpus 010", "--cpus: '010': a leading zero"},
+		// Paths the guest splits (item 8): QEMU's comma-separated -virtfs,
+		// the guest's command line at spaces.
+		{"vm --out " + (s.dir / "a,b").string() + " --guest-cmd true",
+		 "a comma there would split QEMU's -virtfs option"},
+		{"vm" + out + " --cache '" + (s.dir / "a b").string() + "' --guest-cmd true",
+		 "--cache '" + (s.dir / "a b").string() + "': a space"},
+		{"vm" + out + " --kernel 'image:" + spaced.string() + "' --guest-cmd true", "image: '" + spaced.string()},
 		{"--frob", "unknown option '--frob'"},
 		{"kernel frob", "pinmatrix kernel: unknown command 'frob' (commands: build)"},
 		{"kernel --frob", "pinmatrix kernel: unknown option '--frob'"},
