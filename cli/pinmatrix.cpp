@@ -76,6 +76,11 @@ CLI::Validator whole_number(long long lo, long long hi)
 		"INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
 }
 
+// A path option given as "": refused, never read as the option not given
+// (`report DIR --out ""` wrote next to DIR).
+const CLI::Validator a_path([](std::string &p) { return p.empty() ? std::string("an empty path") : std::string(); },
+			    "PATH");
+
 // A readable regular file: /dev/null or a FIFO is said to be one, not "not found".
 const CLI::Validator regular_file(
 	[](std::string &p) {
@@ -259,7 +264,7 @@ subcommand add_run(CLI::App &app)
 	auto gate = std::make_shared<gate_options>();
 	auto cases = std::make_shared<std::vector<std::string>>();
 	auto *cmd = app.add_subcommand("run", "Run the matrix here (in a guest, or on a real node)");
-	cmd->add_option("--out", run->out, "Directory for results.json");
+	cmd->add_option("--out", run->out, "Directory for results.json")->check(a_path);
 	cmd->add_option("--cases", *cases, "Case ids or names, A,B (default: all)");
 	cmd->add_option("--device", run->device, "RDMA device (default: the first one)");
 	auto *module = cmd->add_option("--module", run->module, "pinmatrix.ko to load when /dev/pinmatrix is absent")
@@ -283,7 +288,8 @@ subcommand add_run(CLI::App &app)
 	cmd->add_flag("--strict", run->strict, strict_help);
 	auto *baseline = cmd->add_option("--baseline", gate->baseline,
 					 "The gate on this node: compare with this baseline run (its directory or "
-					 "results.json; the kernel before the update) and exit 1 only on a regression");
+					 "results.json; the kernel before the update) and exit 1 only on a regression")
+				->check(a_path);
 	add_latency_flag(cmd, gate->compare.latency)->needs(baseline);
 	return {cmd, [run, gate, cases, baseline] {
 			run->cases = case_list(*cases);
@@ -325,7 +331,9 @@ void add_vm_guest_options(CLI::App *cmd, vm_options &vm, std::vector<std::string
 std::function<void()> add_vm_options(CLI::App *cmd, vm_options &vm)
 {
 	auto cases = std::make_shared<std::vector<std::string>>();
-	cmd->add_option("--out", vm.out, "Directory for results.json, serial.log and the guest's files")->required();
+	cmd->add_option("--out", vm.out, "Directory for results.json, serial.log and the guest's files")
+		->required()
+		->check(a_path);
 	auto *kernel = cmd->add_option("--kernel", vm.kernel, kernel_help("debian[:ABI]"))->capture_default_str();
 	auto *patch =
 		cmd->add_option("--patch", vm.patches, "Patch applied to a build kernel (repeatable)")->check(patch_file);
@@ -386,7 +394,8 @@ subcommand add_gate(CLI::App &app)
 		"gate", "A kernel update's gate: `vm` on the new kernel, then compare with the baseline run "
 			"(the kernel before the update); exit 1 only on a regression");
 	cmd->add_option("--baseline", gate->baseline, "The baseline run: its directory or results.json")
-		->required();
+		->required()
+		->check(a_path);
 	add_latency_flag(cmd, gate->compare.latency);
 	cmd->add_option("--bench-threshold", gate->compare.bench_threshold_pct,
 			"With --bench: a benchmark slower by more than PCT percent than the baseline's is a "
@@ -407,16 +416,21 @@ subcommand add_gate(CLI::App &app)
 // bisect's options on CMD (`bisect` and the step git bisect run calls).
 void add_bisect_options(CLI::App *cmd, bisect_options &b, std::vector<std::string> &cases)
 {
-	cmd->add_option("--tree", b.tree, "Your kernel git work tree (clean; git bisect checks out there)")->required();
+	cmd->add_option("--tree", b.tree, "Your kernel git work tree (clean; git bisect checks out there)")
+		->required()
+		->check(a_path);
 	cmd->add_option("--good", b.good, "A revision without the regression")->required();
 	cmd->add_option("--bad", b.bad, "A revision with it (good must be its ancestor)")->required();
 	cmd->add_option("--cases", cases, "The cases that show the regression, A,B")->required();
-	cmd->add_option("--out", b.out, "Directory for the steps' runs, bisect.log and bisect.json")->required();
+	cmd->add_option("--out", b.out, "Directory for the steps' runs, bisect.log and bisect.json")
+		->required()
+		->check(a_path);
 	cmd->add_option("--boot", b.boot, "How each step's guest boots (as vm --boot)")->capture_default_str();
 	cmd->add_option("--fragment", b.fragments,
 			"Kconfig fragment on top of tinyconfig (repeatable; default vm/kconfig/pinmatrix.config)")
 		->check(regular_file);
-	cmd->add_option("--build", b.build, "The one build directory of every step (default OUT/build)");
+	cmd->add_option("--build", b.build, "The one build directory of every step (default OUT/build)")
+		->check(a_path);
 	cmd->add_option("--cache", b.cache, "Cache for modules and initramfs")->capture_default_str();
 	cmd->add_option("--case-timeout", b.case_timeout_s, "Seconds a case may take in the guest")
 		->check(whole_number(1, INT_MAX))
@@ -517,7 +531,8 @@ subcommand add_report(CLI::App &app)
 		      "without a mutant");
 	cmd->add_option("--out", opt->out,
 			"Where the reports go (created): with DIR, instead of next to its results.json; "
-			"with --fleet, required; with --kcidb, the file (- for stdout)");
+			"with --fleet, required; with --kcidb, the file (- for stdout)")
+		->check(a_path);
 	return {cmd, [opt, cmd] {
 			if (opt->mutants) {
 				if (opt->kcidb || !opt->compare.empty() || !opt->fleet.empty() || !opt->format.empty() ||

@@ -323,6 +323,10 @@ def cli_inputs(w):
     add("run-baseline-without-out", "run", "--baseline", w["dir"])
     add("run-latency-without-baseline", "run", "--latency", "--out", out)
     add("report-latency-without-compare", "report", "--latency", w["dir"])
+    # a path given as "" is refused, never read as not given
+    add("report-out-empty", "report", w["dir"], "--out", "")
+    add("run-out-empty", "run", "--out", "")
+    add("gate-baseline-empty", *gate, "--baseline", "")
     add("report-kcidb-latency", "report", w["dir"], "--kcidb", "--origin", "lab", "--latency")
     return a
 

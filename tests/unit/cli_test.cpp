@@ -335,6 +335,9 @@ TEST(Cli, MessagesNameTheBadInput)
 	const scratch s("pm-cli-msg");
 	const std::string out = " --out " + (s.dir / "out").string();
 	const std::string fifo = s.fifo("fifo").string();
+	const fs::path run = s.dir / "run";	// a run to report on
+	fs::create_directories(run);
+	fs::copy_file(PINMATRIX_SOURCE_DIR "/tests/data/results-pass.json", run / "results.json");
 	const fs::path spaced = s.dir / "an image";	// laid out as an image dir, its name with a space
 	for (const char *d : {"modules", "build"})
 		fs::create_directories(spaced / d);
@@ -357,6 +360,9 @@ TEST(Cli, MessagesNameTheBadInput)
 		{"vm" + out + " --memory 03000", "--memory: '03000': a leading zero"},
 		{"vm" + out + " --memory 02048", "--memory: '02048': a leading zero"},
 		{"vm" + out + " --cpus 010", "--cpus: '010': a leading zero"},
+		// A path given as "" is not a path not given: report wrote next to RUN.
+		{"report " + run.string() + " --out ''", "--out: an empty path"},
+		{"run --out ''", "--out: an empty path"},
 		// Paths the guest splits (item 8): QEMU's comma-separated -virtfs,
 		// the guest's command line at spaces.
 		{"vm --out " + (s.dir / "a,b").string() + " --guest-cmd true",
@@ -381,6 +387,7 @@ TEST(Cli, MessagesNameTheBadInput)
 		EXPECT_EQ(r.output.find("A subcommand is required"), std::string::npos) << b.args << "\n" << r.output;
 		EXPECT_LT(r.output.size(), 200u) << b.args << "\n" << r.output;
 		EXPECT_FALSE(fs::exists(s.dir / "out")) << b.args;
+		EXPECT_FALSE(fs::exists(run / "report.html")) << b.args;
 	}
 }
 
