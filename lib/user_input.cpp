@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -145,6 +146,29 @@ void require_path_name(const std::string &name, const std::string &what)
 		throw usage_error(what + " '" + shortened(name) +
 				  "' is not a name (letters, digits, '.', '_', '+', '-', at most 64, "
 				  "starting with a letter or digit)");
+}
+
+bool is_within(const fs::path &inner, const fs::path &outer)
+{
+	std::error_code ec_inner, ec_outer;
+	const fs::path a = fs::weakly_canonical(fs::absolute(inner), ec_inner);
+	fs::path b = fs::weakly_canonical(fs::absolute(outer), ec_outer);
+	if (ec_inner || ec_outer)
+		return false;
+	if (b.filename().empty())
+		b = b.parent_path();	// "DIR/"
+	const auto [end, _] = std::mismatch(b.begin(), b.end(), a.begin(), a.end());
+	return end == b.end();
+}
+
+void require_not_input(const fs::path &out, const fs::path &input, const std::string &what)
+{
+	struct stat o, i;
+	const bool same_inode = !stat(out.c_str(), &o) && !stat(input.c_str(), &i) && o.st_dev == i.st_dev &&
+				o.st_ino == i.st_ino;
+	if (same_inode || (is_within(out, input) && is_within(input, out)))
+		throw usage_error(what + " " + out.string() + " is " + input.string() +
+				  ", an input: it would be written over");
 }
 
 } // namespace pinmatrix

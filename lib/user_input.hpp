@@ -27,6 +27,16 @@ void require_patch(const std::filesystem::path &p, const std::string &what);
 // nearest existing ancestor is a writable directory.
 void require_writable_dir(const std::filesystem::path &p, const std::string &what);
 
+// Whether inner is outer or lies below it, as the paths resolve (links,
+// "..", a trailing '/'); a path not there yet resolves as far as it exists.
+bool is_within(const std::filesystem::path &inner, const std::filesystem::path &outer);
+
+// An output that must not be an input: throws usage_error("WHAT OUT is
+// INPUT, an input: it would be written over") when out and input are the
+// same file or directory (as they resolve, or by device and inode).
+void require_not_input(const std::filesystem::path &out, const std::filesystem::path &input,
+		       const std::string &what);
+
 // A name that becomes one path component: [A-Za-z0-9][A-Za-z0-9._+-]*, at
 // most 64 characters (no '/', no "..", no NUL, nothing hidden).
 void require_path_name(const std::string &name, const std::string &what);

@@ -267,8 +267,8 @@ verdict_change classify(verdict before, verdict after)
 std::string detail_of(const kernel_record &r)
 {
 	if (r.result == verdict::fail || r.result == verdict::xfail)
-		return "expected " + r.expected + ", observed " + r.observed +
-		       (r.reason.empty() ? "" : ": " + one_line(r.reason));
+		return one_line("expected " + r.expected + ", observed " + r.observed +
+				(r.reason.empty() ? "" : ": " + r.reason));
 	return r.result == verdict::pass ? "" : one_line(r.reason);
 }
 
@@ -353,9 +353,12 @@ comparison compare_results(const json &before, const json &after, const compare_
 
 namespace {
 
+// What came from a results file is one line here: no control character
+// (a terminal's escape sequence, a newline that breaks a row) reaches the
+// text, and Markdown escapes it further (markdown_text).
 std::string kernel_text(const std::optional<kernel_config> &k)
 {
-	return k ? k->label() : "-";
+	return k ? one_line(k->label()) : "-";
 }
 
 // "6.1.0-57-amd64 (movable) -> 6.12.9 (movable)": for rows, when either
@@ -400,7 +403,7 @@ std::string kernels_text(const compared_run &r)
 {
 	std::string out;
 	for (const auto &k : r.kernels)
-		out += (out.empty() ? "" : ", ") + k;
+		out += (out.empty() ? "" : ", ") + one_line(k);
 	return out.empty() ? "none recorded" : out;
 }
 
@@ -420,7 +423,7 @@ std::string regression_names(const comparison &c, bool by_verdict)
 	std::string out;
 	for (const auto &cc : c.cases)
 		if (cc.regressed() && is_regression(cc.change) == by_verdict)
-			out += (out.empty() ? "" : ", ") + cc.label +
+			out += (out.empty() ? "" : ", ") + one_line(cc.label) +
 			       (c.kernels_per_row() ? " on " + kernel_text(cc.kernel_after ? cc.kernel_after
 											: cc.kernel_before)
 						    : "");
@@ -456,9 +459,9 @@ std::string text_verdict_changes(const comparison &c, size_t key_w, size_t kerne
 		}
 		const std::string transition = verdict_text(cc.before, "(none)") + " -> " +
 					       verdict_text(cc.after, "(missing)");
-		out << "  " << pad_to_width(cc.label, key_w)
+		out << "  " << pad_to_width(one_line(cc.label), key_w)
 		    << (kernel_w ? pad_to_width(row_kernels(cc), kernel_w) : "") << pad_to_width(transition, 18)
-		    << name(cc.change) << (cc.detail.empty() ? "" : ": " + cc.detail) << "\n";
+		    << name(cc.change) << (cc.detail.empty() ? "" : ": " + one_line(cc.detail)) << "\n";
 	}
 	if (unchanged == int(c.cases.size()))
 		out << "  none: all " << unchanged << " cases have the same verdict\n";
@@ -484,7 +487,7 @@ std::string text_latency(const comparison &c, size_t key_w, size_t kernel_w)
 		if (!rows++)
 			out << "  " << pad_to_width("case", key_w) << kernels("kernel") << pad_to_width("old", before_w + 2)
 			    << pad_to_width("new", after_w + 2) << "median change\n";
-		out << "  " << pad_to_width(cc.label, key_w) << kernels(row_kernels(cc))
+		out << "  " << pad_to_width(one_line(cc.label), key_w) << kernels(row_kernels(cc))
 		    << pad_to_width(latency_cell(cc.latency_before), before_w + 2)
 		    << pad_to_width(latency_cell(cc.latency_after), after_w + 2) << change_pct_text(cc) << "\n";
 		single_samples += cc.median_change_pct() && (cc.latency_before->n == 1 || cc.latency_after->n == 1);

@@ -14,6 +14,7 @@
 #include "reports.hpp"
 #include "results.hpp"
 #include "sys_error.hpp"
+#include "user_input.hpp"
 
 namespace pinmatrix {
 
@@ -214,20 +215,31 @@ json merge_fleet(const std::vector<fs::path> &node_dirs)
 	return fleet;
 }
 
+// A node name, case id or reason in the grid, on the terminal and in
+// fleet.md's code fence: one line, and no backtick that could close the
+// fence at a line's start.
+std::string grid_text(std::string_view s)
+{
+	std::string out = report::one_line(s);
+	std::replace(out.begin(), out.end(), '`', '\'');
+	return out;
+}
+
 std::string format_fleet_grid(const json &fleet)
 {
 	std::vector<std::string> nodes, ids;
 	for (const auto &n : fleet["nodes"])
-		nodes.push_back(n.value("node", "?"));
+		nodes.push_back(grid_text(n.value("node", "?")));
 	std::set<std::string> seen;
 	std::map<std::pair<std::string, std::string>, std::string> cells;	// (id, node) -> VERDICT
 	for (const auto &c : fleet["cases"]) {
-		const std::string id = c.value("id", "?");
+		const std::string id = grid_text(c.value("id", "?"));
 		if (seen.insert(id).second)
 			ids.push_back(id);
 		std::string v = c.value("verdict", "error");
 		std::transform(v.begin(), v.end(), v.begin(), ::toupper);
-		cells.emplace(std::pair{c.value("id", ""), c.value("node", "")}, v);	// the first stands
+		cells.emplace(std::pair{grid_text(c.value("id", "?")), grid_text(c.value("node", ""))},
+			      grid_text(v));	// the first stands
 	}
 	auto cell = [&](const std::string &id, const std::string &node) {
 		auto it = cells.find({id, node});
@@ -254,7 +266,8 @@ std::string format_fleet_grid(const json &fleet)
 	}
 	for (const auto &n : fleet["nodes"])
 		if (n.contains("reason"))
-			out << n.value("node", "?") << ": " << reason_prefix(n) << n["reason"].get<std::string>() << '\n';
+			out << grid_text(n.value("node", "?")) << ": "
+			    << grid_text(reason_prefix(n) + n["reason"].get<std::string>()) << '\n';
 	return out.str();
 }
 
@@ -271,20 +284,23 @@ std::string format_fleet_markdown(const json &fleet)
 	    << s.value("fail", 0) << ", skip " << s.value("skip", 0) << ", error " << s.value("error", 0)
 	    << ".\n\n## Node x case\n\n```\n" << format_fleet_grid(fleet) << "```\n";
 	for (const auto &n : fleet["nodes"]) {
-		out << "\n## " << n.value("node", "?") << ": " << n.value("state", "?");
+		out << "\n## " << report::markdown_text(n.value("node", "?")) << ": "
+		    << report::markdown_text(n.value("state", "?"));
 		if (n.contains("reason"))
-			out << " (" << reason_prefix(n) << n["reason"].get<std::string>() << ")";
+			out << " (" << report::markdown_text(reason_prefix(n) + n["reason"].get<std::string>()) << ")";
 		out << "\n\n| fact | value |\n| --- | --- |\n";
 		const json &facts = n["facts"];
 		for (const auto &[key, label] : fact_lines)
 			if (const json *v = report::member(facts, key))
-				out << "| " << label << " | " << report::one_line(report::as_text(*v)) << " |\n";
+				out << "| " << label << " | " << report::markdown_text(report::as_text(*v)) << " |\n";
 		if (n.contains("run"))
 			for (const auto &[k, v] : n["run"].items())
-				out << "| run: " << k << " | " << report::one_line(report::as_text(v)) << " |\n";
+				out << "| run: " << report::markdown_text(k) << " | "
+				    << report::markdown_text(report::as_text(v)) << " |\n";
 		for (const json *c : with_reason[n.value("node", "")])
-			out << "\n- " << c->value("id", "?") << ": " << c->value("verdict", "?") << ": "
-			    << report::one_line((*c)["reason"].get<std::string>());
+			out << "\n- " << report::markdown_text(c->value("id", "?")) << ": "
+			    << report::markdown_text(c->value("verdict", "?")) << ": "
+			    << report::markdown_text((*c)["reason"].get<std::string>());
 		out << "\n";
 	}
 	return out.str();
@@ -294,6 +310,9 @@ int fleet_report_command(const std::vector<fs::path> &node_dirs, const fs::path 
 {
 	if (out.empty())
 		throw usage_error("report --fleet: --out DIR is required");
+	// OUT gets results.json: a node's own would be written over.
+	for (const auto &node : node_dirs)
+		require_not_input(out, node, "report --fleet --out");
 	const json fleet = merge_fleet(node_dirs);
 	fs::create_directories(out);
 	const std::string md = format_fleet_markdown(fleet);

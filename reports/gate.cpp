@@ -11,29 +11,13 @@
 
 #include "atomic_file.hpp"
 #include "sys_error.hpp"
+#include "user_input.hpp"
 
 namespace pinmatrix {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// The run writes into OUT (results.json, its reports, guest/): the
-// baseline, an input, must not be among them.
-void refuse_out_holding(const fs::path &out, const fs::path &baseline_file)
-{
-	std::error_code out_ec, file_ec;
-	fs::path where = fs::weakly_canonical(out, out_ec);
-	const fs::path file = fs::weakly_canonical(baseline_file, file_ec);
-	if (out_ec || file_ec)
-		return;	// not there: nothing of it can hold the baseline
-	if (where.filename().empty())
-		where = where.parent_path();	// "DIR/"
-	const auto [end, _] = std::mismatch(where.begin(), where.end(), file.begin(), file.end());
-	if (end == where.end())
-		throw usage_error("--out " + out.string() + " holds the baseline " + baseline_file.string() +
-				  ": the new run would write over it");
-}
 
 // Neither run passed (or xfailed) a case: every verdict was a skip.
 bool decided_nothing(const comparison &c)
@@ -80,7 +64,11 @@ report::results_file read_baseline(const gate_options &gate, const fs::path &out
 	if (out.empty())
 		throw usage_error("--baseline: the new run needs --out DIR to be compared");
 	auto baseline = report::load_results(gate.baseline);
-	refuse_out_holding(out, baseline.path);
+	// The run writes into OUT (results.json, its reports, guest/): the
+	// baseline, an input, must not be among them.
+	if (is_within(baseline.path, out))
+		throw usage_error("--out " + out.string() + " holds the baseline " + baseline.path.string() +
+				  ": the new run would write over it");
 	return baseline;
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "atomic_file.hpp"
+#include "user_input.hpp"
 #include "bench_report.hpp"
 #include "report_input.hpp"
 #include "sys_error.hpp"
@@ -466,6 +467,8 @@ void kcidb_report_command(const fs::path &dir_or_file, const std::string &origin
 	if (!out.empty() && !to_stdout)
 		require_replaceable(out);
 	const auto results = load_results(dir_or_file);
+	if (!out.empty() && !to_stdout)
+		require_not_input(out, results.path, "report --kcidb --out");
 	const fs::path run_dir = results.path.parent_path().empty() ? fs::path(".") : results.path.parent_path();
 	std::string bench_problem;
 	const auto bench = load_bench(run_dir, results.doc, &bench_problem);

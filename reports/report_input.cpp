@@ -951,6 +951,20 @@ std::string one_line(std::string_view s)
 	return out;
 }
 
+std::string markdown_code(std::string_view s)
+{
+	const std::string text = one_line(s);
+	size_t longest = 0, run = 0;
+	for (char ch : text) {
+		run = ch == '`' ? run + 1 : 0;
+		longest = std::max(longest, run);
+	}
+	const std::string fence(longest + 1, '`');
+	// A space inside the fence where the text starts or ends with a backtick.
+	const bool pad = !text.empty() && (text.front() == '`' || text.back() == '`');
+	return fence + (pad ? " " : "") + text + (pad ? " " : "") + fence;
+}
+
 std::string markdown_text(std::string_view s)
 {
 	std::string out;

@@ -226,6 +226,10 @@ std::string name_part(std::string_view s);
 // Plain text inside Markdown (and GitHub/GitLab's HTML), on one line:
 // nothing in it may start emphasis, a link, an HTML tag or a new table cell.
 std::string markdown_text(std::string_view s);
+// s as a Markdown code span on one line: between as many backticks as
+// needed (one more than its longest run of them), so that no backtick, HTML
+// tag or newline in s can end it or start anything else.
+std::string markdown_code(std::string_view s);
 // s and spaces up to width, counting code points, not bytes ("µs").
 std::string pad_to_width(std::string s, size_t width);
 

@@ -62,7 +62,7 @@ void render_heading(std::ostringstream &out, const run_view &run, const json &do
 	if (run.several_kernels())
 		out << " on " << run.kernels.size() << " kernels";
 	else if (!run.kernels.empty())
-		out << " on `" << run.kernels[0].label() << "`";
+		out << " on " << markdown_code(run.kernels[0].label());
 	out << "\n\n";
 	out << "**" << run.fail << " fail, " << run.error << " error, ";
 	if (run.xfail || run.xpass)
@@ -74,11 +74,11 @@ void render_heading(std::ostringstream &out, const run_view &run, const json &do
 	if (run.several_kernels()) {
 		out << "\nKernels:";
 		for (const auto &k : run.kernels)
-			out << " `" << k.label() << "`";
+			out << " " << markdown_code(k.label());
 		out << "\n";
 	}
 	for (const auto &g : guest_endings(doc))
-		out << "\n" << (g.guest == "guest" ? "Guest" : "Guest `" + g.guest + "`") << ": "
+		out << "\n" << (g.guest == "guest" ? "Guest" : "Guest " + markdown_code(g.guest)) << ": "
 		    << markdown_text(g.ended)
 		    << " (serial log excerpt in report.html)\n";
 }
@@ -89,7 +89,7 @@ void render_unexpected_passes(std::ostringstream &out, const run_view &run)
 	for (const auto &b : known_bugs_met(run))
 		for (const auto *c : b.xpass)
 			out << "\n**Unexpected pass** of " << markdown_text(c->title())
-			    << (run.several_kernels() ? " on `" + c->kernel.label() + "`" : "") << ": known bug "
+			    << (run.several_kernels() ? " on " + markdown_code(c->kernel.label()) : "") << ": known bug "
 			    << markdown_text(b.id) << " should fail it; the known-bug table is out of date, or this "
 			    << "kernel carries the fix\n";
 }
@@ -108,7 +108,7 @@ void render_known_bugs(std::ostringstream &out, const run_view &run)
 		for (const auto &[label, cases] : {std::pair{"expected failure", &b.xfail}, std::pair{"unexpected pass", &b.xpass}})
 			for (const auto *c : *cases)
 				out << " " << label << ": " << markdown_text(c->title())
-				    << (run.several_kernels() ? " on `" + c->kernel.label() + "`" : "") << ";";
+				    << (run.several_kernels() ? " on " + markdown_code(c->kernel.label()) : "") << ";";
 		out << "\n";
 	}
 }
@@ -124,7 +124,7 @@ void render_failing(std::ostringstream &out, const run_view &run)
 			continue;
 		out << "- **" << markdown_text(c->title()) << "** " << upper_name(c->result);
 		if (run.several_kernels())
-			out << " on `" << c->kernel.label() << "`";
+			out << " on " << markdown_code(c->kernel.label());
 		out << ": " << markdown_text(c->reason.empty() ? "(no reason recorded)" : c->reason);
 		if (c->result == verdict::fail)
 			out << " (expected " << markdown_text(c->expected) << ", observed "
@@ -162,7 +162,7 @@ void render_classified_errors(std::ostringstream &out, const run_view &run)
 				std::string line = "- **" + markdown_text(c.id) + "** " + markdown_text(r.errno_name) +
 						   ": " + markdown_text(r.classification);
 				if (run.several_kernels())
-					line += " on `" + c.kernel.label() + "`";
+					line += " on " + markdown_code(c.kernel.label());
 				if (!r.path_one_line.empty())
 					line += " (kernel path: " + markdown_text(r.path_one_line) + ")";
 				classified.push_back(line);

@@ -46,13 +46,6 @@ std::string git_answer(const fs::path &tree, const std::vector<std::string> &arg
 	return out;
 }
 
-bool is_inside(const fs::path &inner, const fs::path &outer)
-{
-	const fs::path a = fs::weakly_canonical(inner), b = fs::weakly_canonical(outer);
-	const auto [end, _] = std::mismatch(b.begin(), b.end(), a.begin(), a.end());
-	return end == b.end() || (std::next(end) == b.end() && end->empty());
-}
-
 // Paths absolute (git bisect run runs each step in the tree), defaults set.
 bisect_options completed(bisect_options opt)
 {
@@ -110,7 +103,7 @@ void check_bisect_options(const bisect_options &opt)
 	require_writable_dir(opt.build, "--build");
 	require_writable_dir(opt.cache, "--cache");
 	for (const auto &[p, flag] : {std::pair{opt.out, "--out"}, std::pair{opt.build, "--build"}})
-		if (is_inside(p, opt.tree))
+		if (is_within(p, opt.tree))
 			throw usage_error(std::string(flag) + " " + p.string() +
 					  " is inside --tree: git bisect checks out there");
 }

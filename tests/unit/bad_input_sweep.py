@@ -154,7 +154,19 @@ def setup_inputs():
         os.symlink(w["file"], os.path.join(w["node"], "link"))
         return os.path.join(w["node"], "link")
 
+    def fleet_out_is_node(w):
+        doc = {"schema": "pinmatrix/1", "cases": [{"id": "A", "verdict": "pass"}]}
+        for n in ("n1", "n2"):
+            os.makedirs(os.path.join(w["dir"], n))
+            json.dump(doc, open(os.path.join(w["dir"], n, "results.json"), "w"))
+            open(os.path.join(w["dir"], n, "status.json"), "w").write('{"state": "ran"}')
+        n1, n2 = os.path.join(w["dir"], "n1"), os.path.join(w["dir"], "n2")
+        return ["report", "--fleet", n1, n2, "--out", n1 + "/"]
+
     return [
+        # an --out that is an input: the input would be lost
+        ("fleet-out-is-a-node", fleet_out_is_node),
+        ("kcidb-out-is-its-results", kcidb_out(lambda w: os.path.join(w["dir"], "results.json"))),
         # --out: never through a link, never over a FIFO or device, never a directory
         ("kcidb-out-fifo", kcidb_out(fifo)),
         ("kcidb-out-symlink", kcidb_out(link)),

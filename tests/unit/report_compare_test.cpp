@@ -531,3 +531,32 @@ TEST(ReportCommand, EveryRunWritesEveryFormat)
 	EXPECT_EQ(read_file(dir / "run" / "results.ktap"), format_ktap(doc));
 	EXPECT_EQ(read_file(dir / "run" / "summary.md"), format_summary_markdown(doc));
 }
+
+// What a results file says (a case id, a kernel release, a reason) reaches
+// the terminal and the Markdown as one line without a control character:
+// no escape sequence (a window title, a cleared screen), no newline that
+// starts a heading or a forged row (issue 32, item 5).
+TEST(ReportCompare, HostileStringsFromResultsCannotForgeOutput)
+{
+	const std::string hostile = "A\x1b]0;pwned\x07\n# EVIL\r\x1b[2J<img src=x onerror=alert(1)>";
+	auto with_hostile = [&](json doc, const std::string &release) {
+		record(doc, "A")["id"] = hostile;
+		not_observed(record(doc, "B"), "fail", "bad\n# EVIL heading\x1b[31m");
+		return on_kernel(doc, release);
+	};
+	json before = with_hostile(sample_run(), "6.1.0");
+	record(before, "B")["verdict"] = "pass";
+	const json after = with_hostile(sample_run(), "6.1.1\n# EVIL kernel\x1b[2J");
+	temp_dir dir;
+	const auto old_run = save_run(dir, "old", before), new_run = save_run(dir, "new", after);
+	for (const char *format : {"text", "md"}) {
+		const auto r = run_pinmatrix(std::string("report --compare ") + shell_quoted(old_run) + " " +
+					     shell_quoted(new_run) + " --format " + format);
+		EXPECT_EQ(r.exit_code, 1) << r.output;
+		for (char c : r.output)
+			EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << format << ": byte " << int(c);
+		EXPECT_EQ(r.output.find("\n# EVIL"), std::string::npos) << format << "\n" << r.output;
+		if (std::string(format) == "md")
+			EXPECT_EQ(r.output.find("<img"), std::string::npos) << r.output;
+	}
+}

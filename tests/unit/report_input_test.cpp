@@ -241,9 +241,40 @@ TEST(ReportInput, FleetRefusesUnusableNodes)
 	expect_refused(fleet({"n1", "n1"}), "node n1 twice", dir);
 	expect_refused(fleet({"n1", "n2"}), "node n1 twice", dir);
 	expect_refused(fleet({"n1", "bad"}), "verdict \"banana\"", dir);
+	// An --out that is a node: its results.json, an input, would be lost.
+	const std::string n1_results = read_file(dir / "n1" / "results.json");
+	expect_refused("report --fleet " + shell_quoted(dir / "n1") + " --out " + shell_quoted(dir / "n1"),
+		       "an input: it would be written over", dir);
+	EXPECT_EQ(read_file(dir / "n1" / "results.json"), n1_results);
 	// The good node alone makes the report.
 	EXPECT_EQ(run_pinmatrix(fleet({"n1"})).exit_code, 0);
 	EXPECT_TRUE(fs::exists(dir / "out" / "fleet.md"));
+}
+
+// A node name, case id or fact taken from a node's files is one line in
+// fleet.md and on the terminal: no heading, table cell or code fence of its
+// own, no escape sequence (issue 32, item 5).
+TEST(ReportInput, HostileFleetStringsCannotForgeOutput)
+{
+	temp_dir dir;
+	const std::string node = "n1\n## EVIL node\x1b]0;title\x07";
+	const json results = {{"schema", "pinmatrix/1"}, {"complete", true},
+			      {"kernel", {{"release", "6.1.0\n## EVIL release"}}},
+			      {"cases", {{{"id", "```\n## EVIL case"}, {"verdict", "fail"}, {"reason", "r\n## EVIL"}}}}};
+	write_file(dir / "n1" / "results.json", results.dump());
+	write_file(dir / "n1" / "status.json", json{{"node", node}, {"state", "ran"}}.dump());
+	write_file(dir / "n1" / "facts.json", json{{"kernel_release", "a | b | c\n## EVIL fact"}}.dump());
+	const auto r = run_pinmatrix("report --fleet " + shell_quoted(dir / "n1") + " --out " + shell_quoted(dir / "out"));
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	const std::string md = read_file(dir / "out" / "fleet.md");
+	for (const std::string *text : {&md, &r.output}) {
+		EXPECT_EQ(text->find("\n## EVIL"), std::string::npos) << *text;
+		EXPECT_EQ(text->find('\x1b'), std::string::npos) << *text;
+	}
+	size_t fences = 0;
+	for (size_t at = md.find("\n```"); at != std::string::npos; at = md.find("\n```", at + 1))
+		fences++;
+	EXPECT_EQ(fences, 2u) << md;	// the grid's own, open and close
 }
 
 // The harm oracle's answers are evidence a reader sees by name (not an
@@ -277,4 +308,19 @@ TEST(ReportInput, GiveBackAnswersAreEvidence)
 	EXPECT_EQ(value_of("memory given back, first pin released"), "unknown: offline memory block 5: no memory hotplug");
 	for (const auto &e : report::extra_fields(run.cases.at(0)))
 		EXPECT_NE(e.label, "observed give_back");
+}
+
+// A string from a file as a Markdown code span: no backtick, newline or
+// control character inside can end it or start anything else.
+TEST(ReportInput, MarkdownCodeSpansHoldAnyString)
+{
+	EXPECT_EQ(report::markdown_code("6.1.0-57-amd64"), "`6.1.0-57-amd64`");
+	EXPECT_EQ(report::markdown_code("a`b"), "``a`b``");
+	EXPECT_EQ(report::markdown_code("``x"), "``` ``x ```");
+	EXPECT_EQ(report::markdown_code("a\n## b\x1b[2J"), "`a ## b[2J`");
+	json doc = sample_run();
+	doc["kernel"]["release"] = "6.1`\n## EVIL <img src=x onerror=alert(1)>";
+	const std::string md = format_summary_markdown(doc);
+	EXPECT_EQ(md.find("\n## EVIL"), std::string::npos) << md;
+	EXPECT_NE(md.find("``6.1` ## EVIL <img src=x onerror=alert(1)>"), std::string::npos) << md;
 }
