@@ -556,7 +556,8 @@ TEST(ReportCompare, HostileStringsFromResultsCannotForgeOutput)
 		for (char c : r.output)
 			EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << format << ": byte " << int(c);
 		EXPECT_EQ(r.output.find("\n# EVIL"), std::string::npos) << format << "\n" << r.output;
-		if (std::string(format) == "md")
+		if (std::string(format) == "md") {
 			EXPECT_EQ(r.output.find("<img"), std::string::npos) << r.output;
+		}
 	}
 }
