@@ -374,43 +374,51 @@ std::function<void()> add_vm_options(CLI::App *cmd, vm_options &vm)
 	};
 }
 
-subcommand add_vm(CLI::App &app)
+// `vm`, and `gate` (vm whose --baseline is required): with --baseline the
+// run is a kernel update's gate (reports/gate.hpp).
+subcommand add_vm_command(CLI::App &app, const char *name, const std::string &help, bool gate)
 {
 	auto vm = std::make_shared<vm_options>();
-	auto *cmd = app.add_subcommand("vm", "Boot a QEMU guest (TCG) and run the matrix inside it");
+	auto against = std::make_shared<gate_options>();
+	auto *cmd = app.add_subcommand(name, help);
+	auto *baseline = cmd->add_option("--baseline", against->baseline,
+					 "The gate: compare with this baseline run (its directory or results.json; "
+					 "the kernel before the update) and exit 1 only on a regression")
+				->check(a_path);
+	if (gate)
+		baseline->required();
+	add_latency_flag(cmd, against->compare.latency)->needs(baseline);
+	cmd->add_option("--bench-threshold", against->compare.bench_threshold_pct,
+			"With --baseline and --bench: a benchmark slower by more than PCT percent than the "
+			"baseline's is a regression")
+		->needs(baseline);
 	auto complete = add_vm_options(cmd, *vm);
-	return {cmd, [vm, complete] {
+	return {cmd, [vm, against, complete, baseline] {
 			complete();
-			return run_vm(*vm);
+			if (!baseline->count())
+				return run_vm(*vm);
+			if (!vm->guest_cmd.empty() || vm->ssh_port)
+				throw usage_error("--baseline compares cases: it excludes --guest-cmd and --ssh-port");
+			if (against->compare.bench_threshold_pct && !vm->bench)
+				throw usage_error("--bench-threshold goes with --bench");
+			const auto old = read_baseline(*against, vm->out);
+			return gated_run([vm] { return run_vm(*vm); }, old, vm->out, streams_ktap(vm->format),
+					 against->compare);
 		}};
 }
 
-// `pinmatrix gate --baseline OLD --out DIR [vm options]`: reports/gate.hpp.
+subcommand add_vm(CLI::App &app)
+{
+	return add_vm_command(app, "vm", "Boot a QEMU guest (TCG) and run the matrix inside it (--baseline: as a gate)",
+			      false);
+}
+
 subcommand add_gate(CLI::App &app)
 {
-	auto vm = std::make_shared<vm_options>();
-	auto gate = std::make_shared<gate_options>();
-	auto *cmd = app.add_subcommand(
-		"gate", "A kernel update's gate: `vm` on the new kernel, then compare with the baseline run "
-			"(the kernel before the update); exit 1 only on a regression");
-	cmd->add_option("--baseline", gate->baseline, "The baseline run: its directory or results.json")
-		->required()
-		->check(a_path);
-	add_latency_flag(cmd, gate->compare.latency);
-	cmd->add_option("--bench-threshold", gate->compare.bench_threshold_pct,
-			"With --bench: a benchmark slower by more than PCT percent than the baseline's is a "
-			"regression");
-	auto complete = add_vm_options(cmd, *vm);
-	return {cmd, [vm, gate, complete] {
-			complete();
-			if (!vm->guest_cmd.empty() || vm->ssh_port)
-				throw usage_error("gate compares cases: it excludes --guest-cmd and --ssh-port");
-			if (gate->compare.bench_threshold_pct && !vm->bench)
-				throw usage_error("gate: --bench-threshold goes with --bench");
-			const auto baseline = read_baseline(*gate, vm->out);
-			return gated_run([vm] { return run_vm(*vm); }, baseline, vm->out, streams_ktap(vm->format),
-					 gate->compare);
-		}};
+	return add_vm_command(app, "gate",
+			      "A kernel update's gate: `vm` on the new kernel, then compare with the baseline run "
+			      "(the kernel before the update); exit 1 only on a regression",
+			      true);
 }
 
 // bisect's options on CMD (`bisect` and the step git bisect run calls).

@@ -211,11 +211,13 @@ def passing_baseline(out, baseline):
 
 
 def check_gate(run_step, env, project, out):
-    """The same step as a gate (`run --baseline`): exit 1 for the case that
-    passed in the baseline and skips here, named in gate.json."""
+    """The same step as a gate (PINMATRIX_BASELINE set: --baseline): exit 1
+    for the case that passed in the baseline and skips here, named in
+    gate.json."""
     baseline = os.path.join(project, "baseline")
     regressed = passing_baseline(os.path.join(project, out), baseline)
-    gated = dict(env, PINMATRIX_ARGS=env["PINMATRIX_ARGS"] + " --baseline " + shlex.quote(baseline))
+    check("PINMATRIX_BASELINE" in env, "no PINMATRIX_BASELINE variable: the job cannot be a gate")
+    gated = dict(env, PINMATRIX_BASELINE=baseline)
     rc = run_step(gated)
     check(rc == 1, "the gate exited %d, not 1, for %s passed -> skipped" % (rc, regressed))
     gate = os.path.join(project, out, "gate.json")
