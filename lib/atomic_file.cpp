@@ -2,11 +2,13 @@
 #include "atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <fstream>
+#include <iostream>
 #include <string>
 
 #include "sys_error.hpp"
@@ -107,6 +109,36 @@ void write_file_atomically(const fs::path &path, std::string_view text)
 		unlink(tmp.c_str());
 		throw sys_error(err, "rename to " + path.string());
 	}
+}
+
+namespace {
+
+// dir locked for as long as the returned descriptor is open.
+unique_fd lock_directory(const fs::path &dir)
+{
+	unique_fd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!fd)
+		throw last_sys_error("open directory " + dir.string());
+	if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	if (errno != EWOULDBLOCK)
+		throw last_sys_error("lock " + dir.string());
+	std::cerr << "pinmatrix: waiting for another writer of " << dir.string() << "\n";
+	while (flock(fd.get(), LOCK_EX))
+		if (errno != EINTR)
+			throw last_sys_error("lock " + dir.string());
+	return fd;
+}
+
+} // namespace
+
+void write_file_set(const fs::path &dir, const file_set &files)
+{
+	for (const auto &[name, text] : files)
+		require_replaceable(dir / name);
+	const unique_fd lock = lock_directory(dir);
+	for (const auto &[name, text] : files)
+		write_file_atomically(dir / name, text);
 }
 
 } // namespace pinmatrix

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace pinmatrix {
 
@@ -21,5 +24,16 @@ void write_file_atomically(const std::filesystem::path &path, std::string_view t
 // command's --out before it does anything): throws usage_error unless path
 // is a new path or a regular file, and does not end in '/'.
 void require_replaceable(const std::filesystem::path &path);
+
+// Files that belong together in one directory: (name, text).
+using file_set = std::vector<std::pair<std::string, std::string>>;
+
+// Writes every file of files into dir, each as write_file_atomically()
+// does, while holding an exclusive lock on dir itself (flock() on the
+// directory: no lock file to plant or leave behind). Two writers into one
+// directory take turns, so what a reader finds after both is one writer's
+// whole set, never the files of one mixed with the other's. A writer that
+// must wait says so on stderr.
+void write_file_set(const std::filesystem::path &dir, const file_set &files);
 
 } // namespace pinmatrix

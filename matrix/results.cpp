@@ -62,9 +62,14 @@ int exit_code(const run_summary &s)
 	return 0;
 }
 
+std::string results_json_text(const json &doc)
+{
+	return doc.dump(2) + '\n';
+}
+
 void write_json_atomically(const std::filesystem::path &path, const json &doc)
 {
-	write_file_atomically(path, doc.dump(2) + '\n');
+	write_file_atomically(path, results_json_text(doc));
 }
 
 namespace {

@@ -37,8 +37,10 @@ std::string summary_text(const run_summary &s);
 // skipped.
 int exit_code(const run_summary &s);
 
-// Writes pretty JSON to path through a temporary file and rename(), so a
-// reader never sees half a file.
+// doc as results.json holds it: pretty JSON and a newline.
+std::string results_json_text(const nlohmann::json &doc);
+// Writes results_json_text(doc) to path through a temporary file and
+// rename(), so a reader never sees half a file.
 void write_json_atomically(const std::filesystem::path &path, const nlohmann::json &doc);
 // Bounds on a JSON file that is read back (a results.json, a node's
 // status.json or facts.json, a guest's results): one larger, or nested

@@ -316,9 +316,7 @@ int fleet_report_command(const std::vector<fs::path> &node_dirs, const fs::path 
 	const json fleet = merge_fleet(node_dirs);
 	fs::create_directories(out);
 	const std::string md = format_fleet_markdown(fleet);
-	write_json_atomically(out / "results.json", fleet);
-	write_reports(out, fleet);
-	write_file_atomically(out / "fleet.md", md);
+	write_reports(out, fleet, {{"results.json", results_json_text(fleet)}, {"fleet.md", md}});
 	std::cout << format_fleet_grid(fleet) << "pinmatrix report --fleet: " << fleet["verdict"].get<std::string>()
 		  << "; wrote results.json, fleet.md, report.html, junit.xml, results.ktap and summary.md in "
 		  << out.string() << "\n";

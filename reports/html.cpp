@@ -258,8 +258,42 @@ std::string cell_html(const case_view &c)
 	return out.str();
 }
 
+// A grid is drawn where it is mostly cells (worth_a_table). A suite spread
+// thin over many kernels (a fleet, every node on its own kernel) would draw
+// rows x kernels cells, nearly all empty: quadratic in the cases (4k cases,
+// one kernel each, made a 494 MB page). It is listed by kernel instead.
+bool too_sparse_for_a_grid(const run_view &run, const suite_grid &g)
+{
+	return !worth_a_table(g.rows.size(), run.kernels.size() * g.placements.size(), g.cells.size());
+}
+
+// The suite's cases by kernel, a line of cells under each kernel's name:
+// every case once, every kernel named once.
+void render_by_kernel(std::ostringstream &out, const run_view &run, const suite_grid &g)
+{
+	std::map<size_t, std::vector<const case_view *>> by_kernel;
+	size_t cases = 0;
+	for (const auto &[key, cell] : g.cells) {
+		auto &list = by_kernel[std::get<1>(key)];
+		list.insert(list.end(), cell.begin(), cell.end());
+		cases += cell.size();
+	}
+	out << "<div class=\"cells-caption\">suite <b>" << h(g.suite) << "</b>: by kernel (" << cases
+	    << " cases over " << by_kernel.size() << " kernels, too few a kernel for a grid)</div>\n";
+	for (const auto &[k, list] : by_kernel) {
+		out << "<h4>" << h(run.kernels[k].label()) << "</h4>\n<div class=\"cells\">";
+		for (const auto *c : list)
+			out << cell_html(*c);
+		out << "</div>\n";
+	}
+}
+
 void render_grid(std::ostringstream &out, const run_view &run, const suite_grid &g)
 {
+	if (too_sparse_for_a_grid(run, g)) {
+		render_by_kernel(out, run, g);
+		return;
+	}
 	if (!g.by_placement && !run.several_kernels()) {
 		// Nothing to cross: the suite's cases side by side.
 		out << "<div class=\"cells-caption\">suite <b>" << h(g.suite) << "</b></div>\n<div class=\"cells\">";
@@ -328,13 +362,19 @@ std::string plot_note(const std::vector<double> &samples)
 }
 
 // The cases of one group of the latency plot (a placement, or a suite for
-// cases without one): a row per case id, a lane per kernel, in order of
-// first appearance.
+// cases without one): a row per case id, a lane per kernel that ran it (a
+// kernel without the case has no lane: a fleet with a kernel per node would
+// otherwise draw rows x kernels lanes), in order of first appearance.
+struct latency_row {
+	plot_row row;
+	std::map<size_t, plot_lane> lanes;	// by kernel index
+	size_t label_kernel = 0;		// the kernel of the case that labels the row
+};
+
 struct latency_group {
 	std::string name;
 	std::vector<std::string> ids;
-	std::vector<plot_row> rows;
-	std::vector<size_t> label_kernel;	// the kernel of the case that labels the row
+	std::vector<latency_row> rows;
 	std::map<std::string_view, size_t> index;
 };
 
@@ -343,13 +383,9 @@ std::string group_of(const case_view &c)
 	return c.placement.empty() ? "suite " + c.suite : "placement " + c.placement;
 }
 
-std::vector<plot_lane> kernel_lanes(const run_view &run, bool aggregate)
+plot_lane kernel_lane(const run_view &run, size_t k, bool aggregate)
 {
-	std::vector<plot_lane> lanes;
-	for (size_t k = 0; k < run.kernels.size(); k++)
-		lanes.push_back({run.kernels[k].label(),
-				 aggregate && !run.several_kernels() ? "#57606a" : kernel_color(k), {}});
-	return lanes;
+	return {run.kernels[k].label(), aggregate && !run.several_kernels() ? "#57606a" : kernel_color(k), {}};
 }
 
 // Every case into its group's row, in one pass: a row is labelled and
@@ -366,58 +402,66 @@ std::vector<latency_group> latency_groups(const run_view &run)
 		const auto [r, fresh_row] = group.index.emplace(c.id, group.rows.size());
 		if (fresh_row) {
 			group.ids.push_back(c.id);
-			group.rows.push_back({});
-			group.rows.back().lanes = kernel_lanes(run, false);
-			group.label_kernel.push_back(0);
+			group.rows.emplace_back();
 		}
-		plot_row &row = group.rows[r->second];
-		if (fresh_row || c.kernel_index >= group.label_kernel[r->second]) {
+		latency_row &row = group.rows[r->second];
+		if (fresh_row || c.kernel_index >= row.label_kernel) {
 			// The plot's label column fits about 32 characters.
-			row.label = c.title().size() <= 32 ? c.title() : shorten(c.id, 32);
-			row.link = "#" + c.anchor;
-			group.label_kernel[r->second] = c.kernel_index;
+			row.row.label = c.title().size() <= 32 ? c.title() : shorten(c.id, 32);
+			row.row.link = "#" + c.anchor;
+			row.label_kernel = c.kernel_index;
 		}
-		plot_lane &lane = row.lanes[c.kernel_index];
+		auto lane = row.lanes.try_emplace(c.kernel_index, kernel_lane(run, c.kernel_index, false)).first;
 		if (!run.several_kernels())
-			lane.color = verdict_color(c.result);
-		lane.samples.insert(lane.samples.end(), c.latency_ns.begin(), c.latency_ns.end());
+			lane->second.color = verdict_color(c.result);
+		lane->second.samples.insert(lane->second.samples.end(), c.latency_ns.begin(), c.latency_ns.end());
 	}
 	return groups;
 }
 
-// Rows of the latency plot: per group, each case with one lane per kernel,
-// then all its cases together.
+// A row's samples, its lanes in kernel order into the plot row, and each
+// into the group's "all" lanes.
+std::vector<double> close_row(const run_view &run, latency_row &r, std::map<size_t, plot_lane> &all)
+{
+	std::vector<double> samples;
+	for (auto &[k, lane] : r.lanes) {
+		samples.insert(samples.end(), lane.samples.begin(), lane.samples.end());
+		auto &sum = all.try_emplace(k, kernel_lane(run, k, true)).first->second.samples;
+		sum.insert(sum.end(), lane.samples.begin(), lane.samples.end());
+		r.row.lanes.push_back(std::move(lane));
+	}
+	return samples;
+}
+
+// Rows of the latency plot: per group, each case with one lane per kernel
+// that ran it, then all its cases together.
 std::vector<plot_row> latency_rows(const run_view &run, std::vector<std::string> &without_samples)
 {
 	std::vector<plot_row> rows;
 	for (auto &group : latency_groups(run)) {
 		std::vector<plot_row> group_rows;
-		plot_row all;
-		all.label = "all " + group.name.substr(group.name.find(' ') + 1) + " cases";
-		all.aggregate = true;
-		all.lanes = kernel_lanes(run, true);
+		std::map<size_t, plot_lane> all_lanes;
 		std::vector<double> all_samples;
 		for (size_t i = 0; i < group.rows.size(); i++) {
-			plot_row &row = group.rows[i];
-			std::vector<double> samples;
-			for (size_t k = 0; k < row.lanes.size(); k++) {
-				const auto &lane = row.lanes[k].samples;
-				samples.insert(samples.end(), lane.begin(), lane.end());
-				all.lanes[k].samples.insert(all.lanes[k].samples.end(), lane.begin(), lane.end());
-			}
+			const std::vector<double> samples = close_row(run, group.rows[i], all_lanes);
 			if (samples.empty()) {
 				without_samples.push_back(group.ids[i]);
 				continue;
 			}
 			all_samples.insert(all_samples.end(), samples.begin(), samples.end());
-			row.note = plot_note(samples);
-			group_rows.push_back(std::move(row));
+			group.rows[i].row.note = plot_note(samples);
+			group_rows.push_back(std::move(group.rows[i].row));
 		}
 		if (group_rows.empty())
 			continue;
 		rows.push_back({group.name, "", "", true});
 		rows.insert(rows.end(), group_rows.begin(), group_rows.end());
 		if (group_rows.size() > 1) {
+			plot_row all;
+			all.label = "all " + group.name.substr(group.name.find(' ') + 1) + " cases";
+			all.aggregate = true;
+			for (auto &[k, lane] : all_lanes)
+				all.lanes.push_back(std::move(lane));
 			all.note = plot_note(all_samples);
 			rows.push_back(std::move(all));
 		}
@@ -425,20 +469,71 @@ std::vector<plot_row> latency_rows(const run_view &run, std::vector<std::string>
 	return rows;
 }
 
-// Each case id's samples per kernel, over every suite and placement: the
-// table of medians of a run over several kernels.
-std::vector<std::pair<std::string, std::vector<std::vector<double>>>> samples_per_kernel(const run_view &run)
+// Each case id's samples per kernel that ran it, over every suite and
+// placement: the medians of a run over several kernels.
+std::vector<std::pair<std::string, std::map<size_t, std::vector<double>>>> samples_per_kernel(const run_view &run)
 {
-	std::vector<std::pair<std::string, std::vector<std::vector<double>>>> out;
+	std::vector<std::pair<std::string, std::map<size_t, std::vector<double>>>> out;
 	std::map<std::string_view, size_t> index;
 	for (const auto &c : run.cases) {
 		const auto [it, fresh] = index.emplace(c.id, out.size());
 		if (fresh)
-			out.push_back({c.id, std::vector<std::vector<double>>(run.kernels.size())});
+			out.push_back({c.id, {}});
 		auto &samples = out[it->second].second[c.kernel_index];
 		samples.insert(samples.end(), c.latency_ns.begin(), c.latency_ns.end());
 	}
 	return out;
+}
+
+// A median as a cell: the value, its change against the first kernel's
+// (when there is one), n.
+std::string median_cell(const std::vector<double> &samples, std::optional<double> &first)
+{
+	auto s = stats_of(samples);
+	if (!s)
+		return "<td class=\"num muted\">\u2014</td>";
+	std::string change;
+	if (!first) {
+		first = s->median;
+	} else if (*first > 0) {
+		char buf[32];
+		std::snprintf(buf, sizeof(buf), " (%+.0f%%)", (s->median / *first - 1) * 100);
+		change = buf;
+	}
+	return "<td class=\"num\">" + h(format_ns(s->median)) + h(change) + " <span class=\"muted\">n=" +
+	       std::to_string(s->n) + "</span></td>";
+}
+
+// The same medians as numbers, against the first kernel: a case x kernel
+// table where most cases ran on most kernels, else a line per (case,
+// kernel) that ran (a table of empty cells would be quadratic).
+void render_medians(std::ostringstream &out, const run_view &run)
+{
+	const auto per_case = samples_per_kernel(run);
+	const bool table = worth_a_table(per_case.size(), run.kernels.size(), run.cases.size());
+	out << "<h3>Median per kernel</h3>\n<table class=\"plain\"><thead><tr><th>case</th>";
+	if (table)
+		for (const auto &k : run.kernels)
+			out << "<th>" << h(k.label()) << "</th>";
+	else
+		out << "<th>kernel</th><th>median</th>";
+	out << "</tr></thead><tbody>\n";
+	for (const auto &[id, per_kernel] : per_case) {
+		std::optional<double> first;
+		if (!table) {
+			for (const auto &[k, samples] : per_kernel)
+				out << "<tr><th>" << h(id) << "</th><td>" << h(run.kernels[k].label()) << "</td>"
+				    << median_cell(samples, first) << "</tr>\n";
+			continue;
+		}
+		out << "<tr><th>" << h(id) << "</th>";
+		for (size_t k = 0; k < run.kernels.size(); k++) {
+			const auto it = per_kernel.find(k);
+			out << median_cell(it == per_kernel.end() ? std::vector<double>{} : it->second, first);
+		}
+		out << "</tr>\n";
+	}
+	out << "</tbody></table>\n";
 }
 
 void render_latency(std::ostringstream &out, const run_view &run)
@@ -453,7 +548,7 @@ void render_latency(std::ostringstream &out, const run_view &run)
 	}
 	out << "<p class=\"muted\">Each dot is one registration (CLOCK_MONOTONIC_RAW around the second pin); "
 	       "the black bar is the median"
-	    << (run.several_kernels() ? "; one lane per kernel" : "; dots are coloured by the case's verdict")
+	    << (run.several_kernels() ? "; one lane per kernel that ran the case" : "; dots are coloured by the case's verdict")
 	    << ". Logarithmic axis: a migration costs milliseconds, a registration in place microseconds.</p>\n";
 	if (run.several_kernels()) {
 		out << "<div class=\"legend\">";
@@ -469,37 +564,8 @@ void render_latency(std::ostringstream &out, const run_view &run)
 			out << (i ? ", " : "") << h(without[i]);
 		out << ".</p>\n";
 	}
-
-	if (run.several_kernels()) {
-		// The same medians as numbers, against the first kernel.
-		out << "<h3>Median per kernel</h3>\n<table class=\"plain\"><thead><tr><th>case</th>";
-		for (const auto &k : run.kernels)
-			out << "<th>" << h(k.label()) << "</th>";
-		out << "</tr></thead><tbody>\n";
-		for (const auto &[id, per_kernel] : samples_per_kernel(run)) {
-			out << "<tr><th>" << h(id) << "</th>";
-			std::optional<double> first;
-			for (const auto &samples : per_kernel) {
-				auto s = stats_of(samples);
-				if (!s) {
-					out << "<td class=\"num muted\">\u2014</td>";
-					continue;
-				}
-				std::string change;
-				if (!first)
-					first = s->median;
-				else if (*first > 0) {
-					char buf[32];
-					std::snprintf(buf, sizeof(buf), " (%+.0f%%)", (s->median / *first - 1) * 100);
-					change = buf;
-				}
-				out << "<td class=\"num\">" << h(format_ns(s->median)) << h(change)
-				    << " <span class=\"muted\">n=" << s->n << "</span></td>";
-			}
-			out << "</tr>\n";
-		}
-		out << "</tbody></table>\n";
-	}
+	if (run.several_kernels())
+		render_medians(out, run);
 	out << "</section>\n";
 }
 

@@ -218,6 +218,17 @@ std::string format_ns(double ns, bool ascii = false);
 // Newlines and tabs become spaces, runs of spaces one, other control
 // characters go: for one-line formats.
 std::string one_line(std::string_view s);
+
+// Whether a table of rows x columns is worth drawing for filled cells: at
+// most four times as many cells as are filled (never refused under 256).
+// A run spread thin (a fleet, a kernel per node) is shown as a list of
+// what ran instead: a table of empty cells would grow with the square of
+// the cases.
+inline bool worth_a_table(size_t rows, size_t columns, size_t filled)
+{
+	const size_t cells = rows * columns;
+	return cells <= 256 || cells / 4 <= filled;
+}
 // s as one name of [A-Za-z0-9_-], every other character '_' ("_" for
 // nothing): a part of a dotted name (a JUnit class, a KCIDB test path),
 // where a kernel release's own dots must not separate.

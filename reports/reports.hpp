@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "atomic_file.hpp"
+
 namespace pinmatrix {
 
 std::string format_ktap(const nlohmann::json &doc);
@@ -23,10 +25,13 @@ std::string format_junit(const nlohmann::json &doc);
 std::string format_html(const nlohmann::json &doc, const nlohmann::json *bench = nullptr);
 std::string format_summary_markdown(const nlohmann::json &doc);
 
-// Writes all four into dir. Every file is rendered before the first is
-// written, and each is written through a temporary file and rename(), so a
-// failure never leaves half a report. Throws std::system_error.
-void write_reports(const std::filesystem::path &dir, const nlohmann::json &doc);
+// Writes all four into dir, after the files of also (results.json, say):
+// one set, written under dir's lock (write_file_set), so two writers into
+// one directory leave one writer's set whole. Every file is rendered before
+// the first is written, and each is written through a temporary file and
+// rename(), so a failure never leaves half a report. Throws
+// std::system_error.
+void write_reports(const std::filesystem::path &dir, const nlohmann::json &doc, file_set also = {});
 
 // `pinmatrix report DIR [--out OUT]`: reads DIR/results.json (or the file
 // given), writes the reports into OUT (created), else next to it, and

@@ -32,11 +32,11 @@ std::string latency_text(const case_view &c)
 
 constexpr size_t table_limit = 40;	// rows; past that only non-pass cases
 
-// A row of the case x kernel table: the id's case on each kernel (its last
-// in the document), and whether all of them passed.
+// A row of the case x kernel table: the id's case on each kernel that ran
+// it (its last in the document), and whether all of them passed.
 struct id_row {
 	std::string_view id;
-	std::vector<const case_view *> per_kernel;
+	std::map<size_t, const case_view *> per_kernel;
 	bool all_pass = true;
 };
 
@@ -47,7 +47,7 @@ std::vector<id_row> cases_by_id(const run_view &run)
 	for (const auto &c : run.cases) {
 		const auto [it, fresh] = index.emplace(c.id, rows.size());
 		if (fresh)
-			rows.push_back({c.id, std::vector<const case_view *>(run.kernels.size(), nullptr)});
+			rows.push_back({c.id, {}});
 		id_row &row = rows[it->second];
 		row.per_kernel[c.kernel_index] = &c;
 		row.all_pass &= c.result == verdict::pass;
@@ -177,24 +177,43 @@ void render_classified_errors(std::ostringstream &out, const run_view &run)
 		out << "- and " << classified.size() - shown << " more in report.html\n";
 }
 
-// Case x kernel: each case's verdict and median latency on each kernel.
+// A case on a kernel: its verdict and median latency.
+std::string verdict_and_latency(const case_view &c)
+{
+	const auto latency = stats_of(c.latency_ns);
+	return verdict_text(c.result) + (latency ? " " + markdown_text(format_ns(latency->median)) : "");
+}
+
+// Case x kernel: each case's verdict and median latency on each kernel;
+// a line per (case, kernel) that ran where that table would be mostly
+// empty (worth_a_table).
 void render_kernel_table(std::ostringstream &out, const run_view &run, bool only_bad)
 {
+	const auto rows = cases_by_id(run);
+	const bool table = worth_a_table(rows.size(), run.kernels.size(), run.cases.size());
 	out << "| case |";
-	for (const auto &k : run.kernels)
-		out << " " << markdown_text(k.label()) << " |";
+	if (table)
+		for (const auto &k : run.kernels)
+			out << " " << markdown_text(k.label()) << " |";
+	else
+		out << " kernel | verdict |";
 	out << "\n|---|";
-	for (size_t i = 0; i < run.kernels.size(); i++)
+	for (size_t i = 0; i < (table ? run.kernels.size() : 2); i++)
 		out << "---|";
 	out << "\n";
-	for (const auto &[id, per_kernel, all_pass] : cases_by_id(run)) {
+	for (const auto &[id, per_kernel, all_pass] : rows) {
 		if (only_bad && all_pass)
 			continue;
+		if (!table) {
+			for (const auto &[k, c] : per_kernel)
+				out << "| " << markdown_text(id) << " | " << markdown_text(run.kernels[k].label()) << " | "
+				    << verdict_and_latency(*c) << " |\n";
+			continue;
+		}
 		out << "| " << markdown_text(id) << " |";
-		for (const auto *c : per_kernel) {
-			auto latency = c ? stats_of(c->latency_ns) : std::nullopt;
-			out << " " << (c ? verdict_text(c->result) : "-")
-			    << (latency ? " " + markdown_text(format_ns(latency->median)) : "") << " |";
+		for (size_t k = 0; k < run.kernels.size(); k++) {
+			const auto it = per_kernel.find(k);
+			out << " " << (it == per_kernel.end() ? "-" : verdict_and_latency(*it->second)) << " |";
 		}
 		out << "\n";
 	}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <algorithm>
+#include <iterator>
 #include <iostream>
 #include <utility>
 #include <vector>
@@ -17,11 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using rendered_files = std::vector<std::pair<const char *, std::string>>;
-
 // Every report of doc, rendered before any is written: a formatting failure
 // writes nothing. The benchmarks are those results.json in run_dir names.
-rendered_files render_reports(const fs::path &run_dir, const nlohmann::json &doc)
+file_set render_reports(const fs::path &run_dir, const nlohmann::json &doc)
 {
 	std::string bench_problem;
 	const auto bench = report::load_bench(run_dir, doc, &bench_problem);
@@ -35,17 +34,13 @@ rendered_files render_reports(const fs::path &run_dir, const nlohmann::json &doc
 	};
 }
 
-void write_files(const fs::path &dir, const rendered_files &files)
-{
-	for (const auto &[file, text] : files)
-		write_file_atomically(dir / file, text);
-}
-
 } // namespace
 
-void write_reports(const fs::path &dir, const nlohmann::json &doc)
+void write_reports(const fs::path &dir, const nlohmann::json &doc, file_set also)
 {
-	write_files(dir, render_reports(dir, doc));
+	file_set reports = render_reports(dir, doc);
+	also.insert(also.end(), std::make_move_iterator(reports.begin()), std::make_move_iterator(reports.end()));
+	write_file_set(dir, also);
 }
 
 void regenerate_reports(const fs::path &dir_or_file, const fs::path &out)
@@ -55,7 +50,7 @@ void regenerate_reports(const fs::path &dir_or_file, const fs::path &out)
 	const fs::path dir = out.empty() ? run_dir : out;
 	const auto files = render_reports(run_dir, results.doc);
 	fs::create_directories(dir);
-	write_files(dir, files);
+	write_file_set(dir, files);
 	const auto run = report::view_run(results.doc);
 	std::cout << "pinmatrix report: " << upper_name(run.overall) << " (pass " << run.pass << ", fail "
 		  << run.fail << ", skip " << run.skip << ", error " << run.error << "); wrote results.ktap, "

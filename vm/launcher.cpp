@@ -1122,8 +1122,7 @@ int run_single(const vm_options &opt)
 	// A full disk: say so and what is kept; results.json is never half-written.
 	std::string not_written;
 	try {
-		write_json_atomically(g.out / "results.json", doc);
-		write_reports(g.out, doc);
+		write_reports(g.out, doc, {{"results.json", results_json_text(doc)}});
 	} catch (const std::exception &e) {
 		not_written = e.what();
 	}
@@ -1195,8 +1194,7 @@ void merge_group(const group_spec &g, group_outcome &outcome, const fs::path &ou
 	label_cases(doc);
 	summarize_into(doc);
 	fs::create_directories(g.out);	// a group refused before its boot has none yet
-	write_json_atomically(g.out / "results.json", doc);
-	write_reports(g.out, doc);
+	write_reports(g.out, doc, {{"results.json", results_json_text(doc)}});
 	json group = {{"kernel", doc["kernel"]},
 		      {"boot", doc["boot"]},
 		      {"dir", fs::relative(g.out, out).string()},
@@ -1263,7 +1261,7 @@ void write_merged_so_far(matrix_run &m)
 	if (!std::has_single_bit(m.merged["groups"].size()))
 		return;
 	summarize_into(m.merged);
-	write_json_atomically(m.out / "results.json", m.merged);
+	write_file_set(m.out, {{"results.json", results_json_text(m.merged)}});
 }
 
 // A group's end, in the matrix's order: merged, reported, said.
@@ -1345,8 +1343,7 @@ int run_matrix_file(const vm_options &opt)
 	m.merged["guests_at_once"] = at_once;
 	summarize_into(m.merged);
 	ktap.end(m.merged);
-	write_json_atomically(m.out / "results.json", m.merged);
-	write_reports(m.out, m.merged);
+	write_reports(m.out, m.merged, {{"results.json", results_json_text(m.merged)}});
 	print_matrix(m.merged, wall_s, m.out / "results.json");
 	return with_kernel_alarms(exit_code(summarize_json(m.merged["cases"])), report::unexplained_kernel_alarms(m.merged));
 }

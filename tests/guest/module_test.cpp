@@ -132,8 +132,9 @@ TEST_F(Module, InfoReportsThisKernelsFollValues)
 	ASSERT_FALSE(t.bits.empty()) << "neither the BTF nor the module gave FOLL_* values";
 	const char *const names[] = {"FOLL_WRITE", "FOLL_GET", "FOLL_FORCE", "FOLL_LONGTERM", "FOLL_PIN"};
 	for (int i = 0; i < 5; i++)
-		if (info.foll[i] && t.value_of(names[i]))
+		if (info.foll[i] && t.value_of(names[i])) {
 			EXPECT_EQ(*t.value_of(names[i]), info.foll[i]) << names[i] << ": BTF and headers disagree";
+		}
 	EXPECT_EQ(t.longterm(info.foll[PINMATRIX_FOLL_LONGTERM]), true) << t.source;
 }
 

@@ -3,8 +3,13 @@
 // file replaced whole, through a temporary file made here; never through a
 // link someone planted, never over a link, FIFO, device or directory.
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +20,7 @@
 
 #include "atomic_file.hpp"
 #include "sys_error.hpp"
+#include "unique_fd.hpp"
 
 using namespace pinmatrix;
 namespace fs = std::filesystem;
@@ -114,4 +120,26 @@ TEST(AtomicFile, AFailureLeavesNoTemporaryFile)
 	scratch s;
 	EXPECT_THROW(write_file_atomically(s.dir / "absent" / "results.json", "x"), std::system_error);
 	EXPECT_TRUE(s.names().empty());
+}
+
+TEST(AtomicFileSet, WaitsWhileAnotherWriterHoldsTheDirectory)
+{
+	scratch s;
+	unique_fd other(open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	ASSERT_EQ(flock(other.get(), LOCK_EX), 0);
+	std::thread writer([&] { write_file_set(s.dir, {{"a", "1"}, {"b", "2"}}); });
+	std::this_thread::sleep_for(std::chrono::milliseconds(300));
+	EXPECT_EQ(s.names(), std::vector<std::string>{}) << "written while another writer held the directory";
+	other.reset();
+	writer.join();
+	EXPECT_EQ(s.names(), (std::vector<std::string>{"a", "b"}));
+	EXPECT_EQ(text_of(s.dir / "b"), "2");
+}
+
+TEST(AtomicFileSet, ARefusedFileWritesNoneOfTheSet)
+{
+	scratch s;
+	ASSERT_EQ(mkfifo((s.dir / "b").c_str(), 0600), 0);
+	EXPECT_THROW(write_file_set(s.dir, {{"a", "1"}, {"b", "2"}}), usage_error);
+	EXPECT_EQ(s.names(), std::vector<std::string>{"b"});
 }

@@ -553,8 +553,9 @@ TEST(ReportCompare, HostileStringsFromResultsCannotForgeOutput)
 		const auto r = run_pinmatrix(std::string("report --compare ") + shell_quoted(old_run) + " " +
 					     shell_quoted(new_run) + " --format " + format);
 		EXPECT_EQ(r.exit_code, 1) << r.output;
-		for (char c : r.output)
+		for (char c : r.output) {
 			EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << format << ": byte " << int(c);
+		}
 		EXPECT_EQ(r.output.find("\n# EVIL"), std::string::npos) << format << "\n" << r.output;
 		if (std::string(format) == "md") {
 			EXPECT_EQ(r.output.find("<img"), std::string::npos) << r.output;

@@ -60,10 +60,12 @@ TEST(ReportKnownBugs, KcidbHasAnIssueAndAnIncidentPerCase)
 	EXPECT_EQ(k["incidents"][0]["present"], true);
 	EXPECT_EQ(k["incidents"][1]["present"], false);
 	for (const auto &t : k["tests"]) {
-		if (t["misc"]["case"] == "A")
+		if (t["misc"]["case"] == "A") {
 			EXPECT_EQ(t["status"], "FAIL");
-		if (t["misc"]["case"] == "B")
+		}
+		if (t["misc"]["case"] == "B") {
 			EXPECT_EQ(t["status"], "PASS");
+		}
 	}
 }
 

@@ -44,7 +44,8 @@ TEST(VmGate, ARegressionOfTheNewKernelFailsTheGateAlone)
 	EXPECT_EQ(doc["regressions"], 1);
 	for (const auto &c : doc["cases"]) {
 		EXPECT_EQ(c["regression"], c["id"] == "B") << c.dump();
-		if (c["id"] == "A")
+		if (c["id"] == "A") {
 			EXPECT_EQ(c["change"], "unchanged") << c.dump();
+		}
 	}
 }
