@@ -18,6 +18,7 @@
 #include "runner.hpp"
 #include "suite.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 #include "explain.hpp"
 #include "kernels.hpp"
 #include "bisect.hpp"
@@ -186,7 +187,7 @@ int parse_error(CLI::App &app, const CLI::ParseError &e)
 	if (const auto word = unplaced ? unplaced_word(app) : std::nullopt)
 		std::cerr << *word << " (see --help)\n";
 	else
-		std::cerr << "pinmatrix: " << e.what() << " (see --help)\n";
+		std::cerr << "pinmatrix: " << shown_message(e.what()) << " (see --help)\n";
 	return 2;
 }
 
@@ -477,7 +478,7 @@ subcommand add_bisect_step(CLI::App &app)
 				b->cases = case_list(*cases);
 				return run_bisect_step(*b);
 			} catch (const std::exception &e) {
-				std::cerr << "pinmatrix bisect-step: " << e.what() << '\n';
+				std::cerr << "pinmatrix bisect-step: " << shown_message(e.what()) << '\n';
 				return 128;
 			}
 		}};
@@ -629,12 +630,12 @@ int run_chosen(const std::vector<subcommand> &subs)
 			if (*s.app)
 				return s.run();
 	} catch (const usage_error &e) {
-		std::cerr << "pinmatrix: " << e.what() << '\n';
+		std::cerr << "pinmatrix: " << shown_message(e.what()) << '\n';
 	} catch (const unmet_need &e) {
-		std::cerr << "pinmatrix: cannot run here: " << e.what() << '\n';
+		std::cerr << "pinmatrix: cannot run here: " << shown_message(e.what()) << '\n';
 		return exit_cannot_run;
 	} catch (const std::exception &e) {
-		std::cerr << "pinmatrix: " << e.what() << '\n';
+		std::cerr << "pinmatrix: " << shown_message(e.what()) << '\n';
 	}
 	return exit_usage;
 }

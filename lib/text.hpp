@@ -39,4 +39,33 @@ template <typename Range> std::string join(const Range &items, std::string_view 
 	return out;
 }
 
+// A message as a terminal or a log gets it: one line, every control byte
+// shown as \xNN (no escape sequence reaches the terminal), and one longer
+// than max bytes cut in its middle with how much was left out (a 10 MB
+// path in a matrix file gets a short line, not a 10 MB one). Linear.
+inline std::string shown_message(std::string_view s, size_t max = 1000)
+{
+	static constexpr std::string_view cut = " [...] ";
+	std::string left_out;
+	if (s.size() > max) {
+		left_out = " (" + std::to_string(s.size() - max) + " bytes left out)";
+		s = s.substr(0, max);
+	}
+	std::string out;
+	out.reserve(s.size());
+	for (const char ch : s) {
+		const auto byte = static_cast<unsigned char>(ch);
+		if (byte < 0x20 || byte == 0x7f) {
+			char buf[8];
+			std::snprintf(buf, sizeof(buf), "\\x%02x", byte);
+			out += buf;
+		} else {
+			out += ch;
+		}
+	}
+	if (!left_out.empty())
+		out += std::string(cut) + left_out;
+	return out;
+}
+
 } // namespace pinmatrix

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "matrix_file.hpp"
 
+#include <climits>
 #include <map>
 #include <regex>
 #include <set>
@@ -142,9 +143,18 @@ private:
 		return out;
 	}
 
+	// A path, relative to the matrix file's directory: never "" (that would
+	// silently mean the file's own directory), never longer than a path can
+	// be (the message would carry it whole).
 	fs::path relative_file(const toml::table &t, const char *key) const
 	{
-		return relative_to_file(string_at(t, key));
+		const std::string p = string_at(t, key);
+		if (p.empty())
+			fail(t, std::string("'") + key + "' is empty: name a file or directory");
+		if (p.size() >= PATH_MAX)
+			fail(t, std::string("'") + key + "' is " + std::to_string(p.size()) +
+					" bytes long: longer than a path can be (" + std::to_string(PATH_MAX) + ")");
+		return relative_to_file(p);
 	}
 
 	fs::path relative_to_file(const fs::path &p) const

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -124,12 +126,36 @@ void require_fragment(const std::string &text, const std::string &file, const st
 	}
 }
 
-bool has_debs(const fs::path &dir)
+// What is wrong with a .deb, before dpkg-deb sees it: a Debian binary
+// package is an ar archive whose first member is debian-binary, "2.x".
+std::optional<std::string> deb_problem(const fs::path &deb)
 {
-	for (const auto &e : fs::directory_iterator(dir))
-		if (e.path().extension() == ".deb" && e.is_regular_file())
-			return true;
-	return false;
+	std::ifstream in(deb, std::ios::binary);
+	std::string head(72, '\0');
+	in.read(head.data(), std::streamsize(head.size()));
+	if (size_t(in.gcount()) < head.size() || head.compare(0, 8, "!<arch>\n") != 0)
+		return "not an ar archive";
+	if (head.compare(8, 14, "debian-binary/") != 0 && head.compare(8, 14, "debian-binary ") != 0)
+		return "no debian-binary member first";
+	if (head.compare(68, 2, "2.") != 0)
+		return "debian-binary is not format 2.x";
+	return std::nullopt;
+}
+
+// Whether dir holds a .deb; throws usage_error for one that is not a
+// Debian package (named, and why).
+bool has_debs(const std::string &text, const fs::path &dir)
+{
+	bool found = false;
+	for (const auto &e : fs::directory_iterator(dir)) {
+		if (e.path().extension() != ".deb" || !e.is_regular_file())
+			continue;
+		if (const auto problem = deb_problem(e.path()))
+			throw usage_error("kernel '" + text + "': " + e.path().filename().string() +
+					  " is not a Debian package (" + *problem + ")");
+		found = true;
+	}
+	return found;
 }
 
 } // namespace
@@ -238,7 +264,7 @@ kernel_spec parse_kernel_spec(const std::string &text)
 		check_built_tree(text, k.user_dir);
 	} else if (k.source == "debs") {
 		k.user_dir = existing_dir(text, arg);
-		if (!has_debs(k.user_dir))
+		if (!has_debs(text, k.user_dir))
 			throw usage_error("kernel '" + text + "': no .deb files in " + arg +
 					  " (expected the linux-image- and linux-headers- packages)");
 	} else {

@@ -18,12 +18,23 @@ Usage: bad_input_sweep.py PINMATRIX [-v]   (exit 1 when any input is not clean)
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 
 BOUND_S = 20
+MESSAGE_MAX = 4096      # a refusal is a line, whatever the input's size
+# Hostile in every string a report may print: a terminal's title sequence,
+# a line break that starts a Markdown heading or a KTAP result, raw HTML,
+# a table cell, a code fence, the end of a JUnit element and of CDATA.
+HOSTILE = "\x1b]0;T\x07\r\n# EVIL <img src=x onerror=alert(1)> | ``` \nok 1 forged\n</testcase>]]>"
+
+
+def raw_control(text):
+    """The first control byte in text other than a line break, or None."""
+    return next((ch for ch in text if (ord(ch) < 0x20 and ch != "\n") or ord(ch) == 0x7f), None)
 
 
 def listing(root):
@@ -66,6 +77,15 @@ def toml_inputs():
         ("unknown-kernel-key", good_kernel + 'colour = "red"\n' + run),
         ("deep-array", "x = " + "[" * 5000 + "]" * 5000 + "\n"),
         ("huge-string", 'x = "' + "a" * (4 << 20) + '"\n'),
+        # a path: never "" (it would mean the file's own directory), never
+        # carried whole or raw into the message
+        ("image-dir-empty", '[kernels.k]\nsource = "image"\ndir = ""\n' + run),
+        ("tree-dir-empty", '[kernels.k]\nsource = "tree"\ndir = ""\n' + run),
+        ("debs-dir-empty", '[kernels.k]\nsource = "debs"\ndir = ""\n' + run),
+        ("build-fragment-empty", '[kernels.k]\nsource = "build"\nfragment = ""\n' + run),
+        ("image-dir-10mb", '[kernels.k]\nsource = "image"\ndir = "' + "d" * (10 << 20) + '"\n' + run),
+        ("image-dir-4k", '[kernels.k]\nsource = "image"\ndir = "/' + "d/" * 2000 + '"\n' + run),
+        ("image-dir-escape-sequence", '[kernels.k]\nsource = "image"\ndir = "/nonexistent-\\u001b]0;T\\u0007"\n' + run),
     ]
 
 
@@ -163,7 +183,18 @@ def setup_inputs():
         n1, n2 = os.path.join(w["dir"], "n1"), os.path.join(w["dir"], "n2")
         return ["report", "--fleet", n1, n2, "--out", n1 + "/"]
 
+    def debs(content):
+        def setup(w):
+            open(os.path.join(w["dir"], "linux-image-6.1.0-1-amd64_6.1.1-1_amd64.deb"), "wb").write(content)
+            return ["vm", "--kernel", "debs:" + w["dir"], "--out", w["out"], "--cache", w["cache"]]
+        return setup
+
     return [
+        # a .deb that is not a Debian package: told before dpkg-deb sees it
+        ("debs-garbage", debs(b"garbage\n")),
+        ("debs-empty-file", debs(b"")),
+        ("debs-ar-without-debian-binary", debs(b"!<arch>\ncontrol.tar.xz/  0           0     0     644     4         `\nxxxx")),
+        ("debs-debian-binary-3", debs(b"!<arch>\ndebian-binary   0           0     0     100644  4         `\n3.0\n")),
         # an --out that is an input: the input would be lost
         ("fleet-out-is-a-node", fleet_out_is_node),
         ("kcidb-out-is-its-results", kcidb_out(lambda w: os.path.join(w["dir"], "results.json"))),
@@ -380,9 +411,110 @@ def one(pinmatrix, name, setup, verbose):
             why = "message does not name pinmatrix: " + lines[0][:80]
         elif after != before:
             why = "wrote " + ", ".join(sorted(after - before)[:5]) + (" removed " if before - after else "")
+        elif len(text) > MESSAGE_MAX:
+            why = "%d bytes of output: a message carries the input whole" % len(text)
+        elif raw_control(text):
+            why = "raw control byte %r in the message (a terminal would act on it)" % raw_control(text)
         if verbose:
             print("  %-40s exit %-3s %s" % (name, p.returncode, lines[0][:110] if lines else ""))
         return name, why, text
+
+
+def hostile(x, key=None):
+    """x with HOSTILE after every string but the schema and the verdicts."""
+    if isinstance(x, dict):
+        return {k: v if k in ("schema", "verdict") else hostile(v, k) for k, v in x.items()}
+    if isinstance(x, list):
+        return [hostile(v, key) for v in x]
+    return x + HOSTILE if isinstance(x, str) else x
+
+
+def markdown_outside_code(text):
+    """text less its fenced code blocks and code spans, which Markdown shows
+    as text (CommonMark 4.5, 6.1)."""
+    kept, fence = [], None
+    for line in text.splitlines():
+        run = len(line) - len(line.lstrip("`"))
+        if fence is None and run >= 3:
+            fence = run
+        elif fence is not None and run >= fence and not line.strip("`").strip():
+            fence = None
+        elif fence is None:
+            kept.append(line)
+    return re.sub(r"(`+)(.+?)(?<!`)\1(?!`)", "", "\n".join(kept))
+
+
+def forged(kind, text):
+    """What HOSTILE forged in text, an output of kind, or None."""
+    lines = text.splitlines()
+    if raw_control(text):
+        return "raw control byte %r" % raw_control(text)
+    if kind in ("terminal", "markdown", "ktap") and any(l.startswith(("# EVIL", "ok 1 forged")) for l in lines):
+        return "a line of its own from a results string"
+    if kind == "html" and "<img" in text:
+        return "raw HTML from a results string"
+    if kind == "markdown" and "<img" in markdown_outside_code(text):
+        return "raw HTML from a results string"
+    # a report's own fences are backticks alone (or with a language)
+    if kind == "markdown" and any(l.startswith("```") and " " in l.strip("`").strip() for l in lines):
+        return "a code fence from a results string"
+    if kind == "xml":
+        import xml.etree.ElementTree as ET
+        try:
+            ET.fromstring(text)
+        except ET.ParseError as e:
+            return "not XML: %s" % e
+    if kind == "json":
+        try:
+            json.loads(text)
+        except ValueError as e:
+            return "not JSON: %s" % e
+    return None
+
+
+def hostile_reports(pinmatrix):
+    """Every report of results whose every string is HOSTILE (accepted, so
+    not a refusal): (name, what was forged) for each output that shows it."""
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "results-pass.json")
+    doc = hostile(json.load(open(fixture)))
+    worse = json.loads(json.dumps(doc))
+    worse["cases"][0]["verdict"] = "fail"
+    found = []
+    with tempfile.TemporaryDirectory(prefix="pm-hostile-") as root:
+        runs = {}
+        for name, d in (("old", doc), ("new", worse)):
+            runs[name] = os.path.join(root, name)
+            os.mkdir(runs[name])
+            json.dump(d, open(os.path.join(runs[name], "results.json"), "w"))
+            status = {"state": "ran" + HOSTILE, "node": name + HOSTILE, "reason": HOSTILE}
+            json.dump(status, open(os.path.join(runs[name], "status.json"), "w"))
+            json.dump({"kernel": HOSTILE, "cpu": HOSTILE}, open(os.path.join(runs[name], "facts.json"), "w"))
+        commands = {
+            "report": (["report", runs["old"], "--out", os.path.join(root, "out")],
+                       {"summary.md": "markdown", "report.html": "html", "junit.xml": "xml", "results.ktap": "ktap"}),
+            "fleet": (["report", "--fleet", runs["old"], runs["new"], "--out", os.path.join(root, "fleet")],
+                      {"fleet.md": "markdown", "summary.md": "markdown", "report.html": "html", "junit.xml": "xml"}),
+            "kcidb": (["report", runs["old"], "--kcidb", "--origin", "sweep", "--out", "-"], {}),
+        }
+        for fmt in ("text", "md", "json"):
+            commands["compare-" + fmt] = (["report", "--compare", runs["old"], runs["new"], "--format", fmt], {})
+        for name, (argv, files) in commands.items():
+            p = subprocess.run([pinmatrix] + argv, capture_output=True, text=True, errors="replace", timeout=60)
+            kind = "json" if name in ("kcidb", "compare-json") else "markdown" if name == "compare-md" else "terminal"
+            for stream, text in (("stdout", p.stdout), ("stderr", p.stderr)):
+                what = forged(kind if stream == "stdout" else "terminal", text)
+                if what:
+                    found.append(("hostile/%s %s" % (name, stream), what))
+            out = argv[argv.index("--out") + 1] if "--out" in argv else None
+            for f, fkind in files.items():
+                path = os.path.join(out, f)
+                if not os.path.exists(path):
+                    found.append(("hostile/%s %s" % (name, f), "not written (exit %d: %s)" % (p.returncode, p.stderr[:200])))
+                    continue
+                what = forged(fkind, open(path, errors="replace").read())
+                if what:
+                    found.append(("hostile/%s %s" % (name, f), what))
+    return found
 
 
 def main():
@@ -431,7 +563,11 @@ def main():
             print("    | " + l[:160])
     print("bad-input sweep: %d inputs, %d clean, %d not clean" % (len(inputs), len(inputs) - len(unclean),
                                                                    len(unclean)))
-    return 1 if unclean else 0
+    forgeries = hostile_reports(pinmatrix)
+    for n, what in forgeries:
+        print("FORGED: %s: %s" % (n, what))
+    print("hostile strings in every results field: %d forged outputs" % len(forgeries))
+    return 1 if unclean or forgeries else 0
 
 
 if __name__ == "__main__":
