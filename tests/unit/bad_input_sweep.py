@@ -499,7 +499,8 @@ def hostile_reports(pinmatrix):
         for fmt in ("text", "md", "json"):
             commands["compare-" + fmt] = (["report", "--compare", runs["old"], runs["new"], "--format", fmt], {})
         for name, (argv, files) in commands.items():
-            p = subprocess.run([pinmatrix] + argv, capture_output=True, text=True, errors="replace", timeout=60)
+            p = subprocess.run([pinmatrix] + argv, cwd=root, capture_output=True, text=True, errors="replace",
+                               timeout=60)
             kind = "json" if name in ("kcidb", "compare-json") else "markdown" if name == "compare-md" else "terminal"
             for stream, text in (("stdout", p.stdout), ("stderr", p.stderr)):
                 what = forged(kind if stream == "stdout" else "terminal", text)
