@@ -189,7 +189,24 @@ def setup_inputs():
             return ["vm", "--kernel", "debs:" + w["dir"], "--out", w["out"], "--cache", w["cache"]]
         return setup
 
+    def image_named(name):
+        def setup(w):
+            img = os.path.join(w["dir"], name)
+            for d in ("modules", "build"):
+                os.makedirs(os.path.join(img, d))
+            for f, text in (("release", "6.1.0-sweep\n"), ("config", "CONFIG_MODULES=y\n"), ("vmlinux", "")):
+                open(os.path.join(img, f), "w").write(text)
+            return ["vm", "--kernel", "image:" + img, "--out", w["out"], "--cache", w["cache"]]
+        return setup
+
     return [
+        # paths the guest would split: QEMU's -virtfs splits at a comma, the
+        # guest's init splits its command line at white space
+        ("vm-out-comma", lambda w: ["vm", "--out", w["out"] + ",x", "--cache", w["cache"]]),
+        ("vm-cache-space", lambda w: ["vm", "--out", w["out"], "--cache", w["cache"] + " x"]),
+        ("image-dir-space", image_named("my image")),
+        ("image-dir-newline", image_named("my\nimage")),
+        ("image-dir-quote", image_named('my"image')),
         # a .deb that is not a Debian package: told before dpkg-deb sees it
         ("debs-garbage", debs(b"garbage\n")),
         ("debs-empty-file", debs(b"")),
