@@ -139,35 +139,7 @@ std::pair<int, std::string> run_shown_and_kept(const std::vector<std::string> &a
 	unique_fd kept(open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
 	if (!kept)
 		throw last_sys_error("open " + log.string());
-	int pipefd[2];
-	if (pipe2(pipefd, O_CLOEXEC))
-		throw last_sys_error("pipe2");
-	unique_fd rd(pipefd[0]), wr(pipefd[1]);
-	const pid_t pid = fork();
-	if (pid < 0)
-		throw last_sys_error("fork");
-	if (pid == 0) {
-		dup2(wr.get(), STDOUT_FILENO);
-		dup2(wr.get(), STDERR_FILENO);
-		exec_or_die(argv);
-	}
-	wr.reset();
-	std::string all;
-	char buf[4096];
-	for (ssize_t n; (n = read(rd.get(), buf, sizeof(buf))) != 0;) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;
-		all.append(buf, size_t(n));
-		std::cout.write(buf, n).flush();
-		if (write(kept.get(), buf, size_t(n)) != n)
-			throw last_sys_error("write " + log.string());
-	}
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), all};
+	return run_capture(argv, {true, &std::cout, kept.get()});
 }
 
 // git bisect start BAD GOOD, and git bisect reset however the run ends:

@@ -182,7 +182,7 @@ void exec_or_die(const std::vector<std::string> &argv)
 	_exit(127);
 }
 
-std::pair<int, std::string> run_capture(const std::vector<std::string> &argv)
+std::pair<int, std::string> run_capture(const std::vector<std::string> &argv, const output_copy &copy)
 {
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC))
@@ -193,15 +193,23 @@ std::pair<int, std::string> run_capture(const std::vector<std::string> &argv)
 		throw last_sys_error("fork");
 	if (pid == 0) {
 		dup2(wr.get(), STDOUT_FILENO);
+		if (copy.with_stderr)
+			dup2(wr.get(), STDERR_FILENO);
 		exec_or_die(argv);
 	}
 	wr.reset();
 	std::string out;
 	char buf[4096];
 	ssize_t n;
-	while ((n = read(rd.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-		if (n > 0)
-			out.append(buf, size_t(n));
+	while ((n = read(rd.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+		if (n <= 0)
+			continue;
+		out.append(buf, size_t(n));
+		if (copy.show)
+			copy.show->write(buf, n).flush();
+		if (copy.keep_fd >= 0 && write(copy.keep_fd, buf, size_t(n)) != n)
+			throw last_sys_error("write a copy of " + argv[0] + "'s output");
+	}
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;

@@ -9,6 +9,7 @@
 // build tree to compile the test modules against.
 
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,15 @@ std::filesystem::path prepare_initramfs(const guest_kernel &k, const std::filesy
 // In a forked child: becomes argv[0], or exits 127 (as a shell would).
 [[noreturn]] void exec_or_die(const std::vector<std::string> &argv);
 
-// Runs argv, returns (exit status, stdout); stderr passes through.
-std::pair<int, std::string> run_capture(const std::vector<std::string> &argv);
+// What run_capture() does with the child's output besides returning it.
+struct output_copy {
+	bool with_stderr = false;	// the child's stderr too (else it passes through)
+	std::ostream *show = nullptr;	// each piece as it comes, e.g. std::cout
+	int keep_fd = -1;		// and into this file, e.g. a log (a failed write throws)
+};
+
+// Runs argv, returns (exit status, its stdout with trailing white space
+// trimmed); stderr passes through unless copy says otherwise.
+std::pair<int, std::string> run_capture(const std::vector<std::string> &argv, const output_copy &copy = {});
 
 } // namespace pinmatrix
