@@ -94,7 +94,28 @@ stop_guest() {
   wait "$pid" 2>/dev/null || true
   vm_pids[$name]=
 }
-stop_all() { for name in "${!vm_pids[@]}"; do stop_guest "$name"; done; }
+refusing_pid=
+stop_all() {
+  for name in "${!vm_pids[@]}"; do stop_guest "$name"; done
+  [[ -z $refusing_pid ]] || kill "$refusing_pid" 2>/dev/null || true   # the holder we started
+}
+# unreachable_port: a loopback port held bound but never listening, for the
+# whole test: a connection to it is refused (SSH: "Connection refused") and
+# nothing else can take it meanwhile. A port bound and closed again was
+# taken once in CI by another test's guest forwarding SSH: the node meant to
+# be unreachable answered and hung up ("Broken pipe").
+hold_refusing_port() {
+  python3 -c 'import os, socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(86400)' "$out/refusing-port" > /dev/null &
+  refusing_pid=$!
+  for _ in $(seq 100); do [[ -s $out/refusing-port ]] && break; sleep 0.1; done
+  unreachable_port=$(cat "$out/refusing-port")
+}
 trap stop_all EXIT
 # shellcheck disable=SC2029,SC2046   # the commands are for the guest's shell; word-split options
 on_guest() { ssh $(ssh_opts_for guest) root@127.0.0.1 "$@"; }
@@ -117,7 +138,7 @@ start_guest guest "$out/vm"
 start_guest nordma "$out/vm-nordma" --guest-cmd 'rdma link delete rxe0'
 await_guest guest
 await_guest nordma
-unreachable_port=$(free_port)   # bound and closed again: nothing listens
+hold_refusing_port
 
 write_inventory() { # [with_nordma]
   local nordma=""
