@@ -126,8 +126,9 @@ const std::vector<promise> pin_promises = {
 	 "which moves it first; each rule holds on both paths (a backing row's -slow-path twin reaches the slow "
 	 "path alone)",
 	 {"A", "movable-mlock", "cma-mlock", "C", "backing/memfd", "backing/memfd-slow-path",
-	  "backing/file-shared-writable", "backing/file-shared-writable-slow-path", "backing/file-shared-read-only",
-	  "backing/file-shared-read-only-slow-path", "backing/secretmem", "backing/secretmem-slow-path"}},
+	  "backing/file-shared-writable", "backing/file-shared-writable-slow-path", "backing/file-shared-writable-in-place",
+	  "backing/file-shared-read-only", "backing/file-shared-read-only-slow-path", "backing/secretmem",
+	  "backing/secretmem-slow-path"}},
 	{"pin/lru-batch-drained", pin, "kernel rule 98c6d259319e, 33dfe9204f29",
 	 "a page waiting in a per-CPU LRU or mlock batch holds an extra reference: the long-term pin drains the "
 	 "batches before it migrates (a freshly faulted page is in one), and never succeeds with the page in place",
@@ -145,7 +146,8 @@ const std::vector<promise> pin_promises = {
 	{"pin/dirty-tracked-file-refused", pin, "kernel rule (writable_file_mapping_allowed(), 6.5/6.6)",
 	 "a writable long-term pin of a shared file mapping that needs dirty tracking is refused (-EFAULT), "
 	 "by GUP-fast and the slow path alike",
-	 {"backing/file-shared-writable", "backing/file-shared-writable-slow-path"}},
+	 {"backing/file-shared-writable", "backing/file-shared-writable-slow-path",
+	  "backing/file-shared-writable-in-place"}},
 	{"pin/secretmem-refused", pin, "kernel rule (memfd_secret)",
 	 "a long-term pin of memfd_secret memory is refused (-EFAULT), by GUP-fast and the slow path alike",
 	 {"backing/secretmem", "backing/secretmem-slow-path"}},
@@ -389,7 +391,10 @@ const std::vector<mutant> model_mutants = {
 // proof, matrix/regressions.toml), and the mutant kernel of each series
 // (matrix/patches/mutants-SERIES.patch), one way of breaking the contract
 // per value of pinmatrix_mutant (tools/run-mutants runs them all).
-const std::vector<std::string_view> mutant_kernel = {"mutants-6.1.patch", "mutants-6.12.patch"};
+const std::vector<std::string_view> mutant_kernel = {"mutants-6.1.patch", "mutants-6.12.patch", "mutants-7.2.patch"};
+// The series whose kernels have the rules 6.5 added (writable_file_mapping_allowed(),
+// gup_fast_folio_allowed()).
+const std::vector<std::string_view> mutant_kernel_since_6_5 = {"mutants-6.12.patch", "mutants-7.2.patch"};
 
 const std::vector<mutant> kernel_mutants = {
 	{"1aaf8c122918", mutant_kind::kernel_patch, 0, {"gup-longterm-success-in-place-1aaf8c122918.patch"}, 0,
@@ -426,6 +431,16 @@ const std::vector<mutant> kernel_mutants = {
 	  "pin/mlock-still-migrates", "pin/reference-blocks-migration"},
 	 {"A", "B", "C", "movable-mlock", "cma-mlock", "movable-gup-ref", "cma-gup-ref", "race/reg-mr-same-buffer",
 	  "race/io-uring-same-buffer", "race/mixed-same-buffer", "race/mlock-batch-reg-mr"}},
+	{"slow-path-pins-dirty-tracked-file", mutant_kind::kernel_patch, 0, mutant_kernel_since_6_5, 8,
+	 "the slow path pins long-term a writable shared file mapping that needs dirty tracking "
+	 "(writable_file_mapping_allowed() always true)",
+	 {"pin/dirty-tracked-file-refused", "pin/every-gup-path"},
+	 {"backing/file-shared-writable", "backing/file-shared-writable-slow-path",
+	  "backing/file-shared-writable-in-place"}},
+	{"fast-path-pins-dirty-tracked-file", mutant_kind::kernel_patch, 0, mutant_kernel_since_6_5, 9,
+	 "GUP-fast alone pins long-term a writable file-backed folio; the slow path still refuses "
+	 "(gup_fast_folio_allowed() never rejects a file-backed folio)",
+	 {"pin/dirty-tracked-file-refused", "pin/every-gup-path"}, {"backing/file-shared-writable-in-place"}},
 };
 
 } // namespace

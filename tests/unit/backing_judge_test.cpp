@@ -205,3 +205,27 @@ TEST(BackingJudge, EachPathDecidesOnlyWhereThePageTableLetIt)
 	wrong["gup_path"]["present_before"] = 0;
 	EXPECT_EQ(judge_case(case_by_id("backing/secretmem"), wrong, v6_12).outcome, verdict::fail);
 }
+
+// GUP-fast's own file rule (gup_fast_folio_allowed()) decides only for a
+// page GUP-fast may pin where it is: one found in restricted memory goes to
+// the slow path first, so the in-place row is a SKIP there, never a PASS
+// that checked the slow path again.
+TEST(BackingJudge, TheFastPathsOwnRuleNeedsAPageItMayPinInPlace)
+{
+	const auto &row = case_by_id("backing/file-shared-writable-in-place");
+	EXPECT_EQ(row.path, gup_path::fast);
+	EXPECT_FALSE(row.starts_restricted);
+	const json refused = observation(EFAULT, 1, counts(0, 1), counts(0, 1));
+	EXPECT_EQ(judge_case(row, refused, v7_2).outcome, verdict::pass);
+	const json pinned = observation(0, 1, counts(0, 1), counts(0, 1));
+	EXPECT_EQ(judge_case(row, pinned, v7_2).outcome, verdict::fail);
+	EXPECT_EQ(judge_case(row, pinned, v6_1).outcome, verdict::pass);
+	const auto out_of_reach = judge_case(row, observation(EFAULT, 1, counts(1, 0), counts(1, 0)), v7_2);
+	EXPECT_EQ(out_of_reach.outcome, verdict::skip) << out_of_reach.reason;
+	EXPECT_NE(out_of_reach.reason.find("GUP-fast hands such a page to the slow path"), std::string::npos)
+		<< out_of_reach.reason;
+	// The rows that start in restricted memory are GUP-fast's pinnability rule's.
+	EXPECT_EQ(judge_case(case_by_id("backing/file-shared-writable"),
+			     observation(EFAULT, 1, counts(1, 0), counts(1, 0)), v7_2).outcome,
+		  verdict::pass);
+}

@@ -67,8 +67,12 @@ TEST(VmBacking, Debian612)
 	ASSERT_TRUE(g.doc.is_object());
 	EXPECT_EQ(g.run.exit_code, 0) << g.run.output;
 	for (const auto &c : g.doc["cases"])
-		if (c["id"] != "backing/hugetlb-1g-cma")
+		if (c["id"] != "backing/hugetlb-1g-cma" && c["id"] != "backing/file-shared-writable-in-place")
 			expect_row_held(c);
+	// On the movable boot the page cache is in ZONE_MOVABLE: GUP-fast's own
+	// file rule is out of reach (the ordinary boot gives it).
+	const json &in_place = case_by_id(g.doc, "backing/file-shared-writable-in-place");
+	EXPECT_EQ(in_place["verdict"], "skip") << in_place.value("reason", "");
 	// From 6.5 the writable pin of a file's shared mapping is refused; from
 	// 6.2 the read-only MR registers and the page moves.
 	EXPECT_EQ(observed(g.doc, "file-shared-writable")["errno_name"], "EFAULT");
