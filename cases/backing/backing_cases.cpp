@@ -329,8 +329,8 @@ std::string fast_rule_out_of_reach(const backing_case &c, const json &o)
 		return "";
 	return std::to_string(restricted) + " of " + std::to_string(o.at("pages").get<size_t>()) +
 	       " pages were in restricted memory before the pin: GUP-fast hands such a page to the slow path "
-	       "before its own rule, which this row checks (a boot whose page cache is outside restricted "
-	       "memory, e.g. cma, gives the row)";
+	       "before its own rule, which this row checks (the ordinary boot, whose page cache is outside "
+	       "restricted memory, gives the row)";
 }
 
 // The path a row meant to reach, as the page table was before the pin:

@@ -26,6 +26,8 @@ from script_checks import check, verdict  # noqa: E402
 
 MAY_SKIP = {
     "backing/hugetlb-1g-cma": "needs a boot with hugetlb_cma and a CPU with 1 GiB pages",
+    "backing/file-shared-writable-in-place": "needs a page cache page outside restricted memory: on the movable "
+                                             "boot the page cache is in ZONE_MOVABLE (the ordinary boot gives it)",
     "pinner/rxe-odp": "rxe has no on-demand paging before 7.x (drivers/infiniband/sw/rxe/rxe_odp.c)",
     "pinner/iommufd-mock": "iommufd is 6.2 on; the suite detects its mock domain, it has no body for it",
     "pinner/vdpa-sim": "the suite detects the vDPA simulator, it has no body for it",

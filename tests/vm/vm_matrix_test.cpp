@@ -112,6 +112,14 @@ TEST_F(VmMatrix, EveryPlannedCasePassesOnceButTheKnownBug)
 			EXPECT_EQ(c["verdict"], "skip") << c["id"];
 			continue;
 		}
+		// The movable boot's page cache is in ZONE_MOVABLE: GUP-fast's own
+		// file rule is out of reach (the ordinary boot gives the row).
+		if (c["id"] == "backing/file-shared-writable-in-place") {
+			EXPECT_EQ(c["verdict"], "skip") << c["id"];
+			EXPECT_NE(c.value("reason", "").find("restricted memory before the pin"), std::string::npos)
+				<< c.value("reason", "");
+			continue;
+		}
 		// Stock 6.1 has none of the other long-term pinners (no udmabuf, no
 		// ODP in rxe, ...): each SKIPs with its reason (tests/vm/vm_pinner_test.cpp).
 		if (c["suite"] == "pinner") {
