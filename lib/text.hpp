@@ -41,7 +41,7 @@ template <typename Range> std::string join(const Range &items, std::string_view 
 
 // A message as a terminal or a log gets it: one line, every control byte
 // shown as \xNN (no escape sequence reaches the terminal), and one longer
-// than max bytes cut in its middle with how much was left out (a 10 MB
+// than max bytes cut after them, saying how much was left out (a 10 MB
 // path in a matrix file gets a short line, not a 10 MB one). Linear.
 inline std::string shown_message(std::string_view s, size_t max = 1000)
 {
