@@ -675,11 +675,19 @@ TEST(ModuleUnload, APinStuckInTheKernelHoldsTheModuleUntilKilled)
 		}
 		_exit(1); // never reached while the stall works
 	}
-	// Stuck: the task sleeps in the kernel between its passes.
-	for (int i = 0; i < 1000 && read_task_state(pid).state != "D"; i++)
-		usleep(10'000);
+	// Stuck: the task sleeps in the kernel between its passes, and runs
+	// for the moment each pass takes its pages again: a single look may
+	// find it running, so it is watched until it sleeps (10 s at most).
+	const auto sleeps_again = [pid] {
+		for (int i = 0; i < 1000; i++) {
+			if (read_task_state(pid).state == "D")
+				return true;
+			usleep(10'000);
+		}
+		return false;
+	};
+	EXPECT_TRUE(sleeps_again()) << "state " << read_task_state(pid).state;
 	std::ofstream(stall_param) << "N" << std::flush; // only that one pin stalls
-	EXPECT_EQ(read_task_state(pid).state, "D");
 	const std::string stack = read_text_file("/proc/" + std::to_string(pid) + "/stack");
 	EXPECT_NE(stack.find("pm_stall_until_killed"), std::string::npos) << stack;
 	// Each pass unpins and pins again: pages_held more releases a pass.
@@ -691,7 +699,9 @@ TEST(ModuleUnload, APinStuckInTheKernelHoldsTheModuleUntilKilled)
 	ASSERT_EQ(kill(pid, SIGSTOP), 0);
 	ASSERT_EQ(kill(pid, SIGCONT), 0);
 	usleep(100'000);
-	EXPECT_EQ(read_task_state(pid).state, "D");
+	int no_status = 0;
+	EXPECT_EQ(waitpid(pid, &no_status, WNOHANG), 0) << "SIGSTOP and SIGCONT ended the pin";
+	EXPECT_TRUE(sleeps_again()) << "state " << read_task_state(pid).state;
 	EXPECT_EQ(unload_module(), EWOULDBLOCK);
 
 	ASSERT_EQ(kill(pid, SIGKILL), 0);
