@@ -169,9 +169,14 @@ give_back_attempt offline_block_of(uint64_t pfn, give_back_patience patience)
 {
 	give_back_attempt g;
 	const auto block = block_of(pfn);
-	g.method = block ? "offline memory block " + std::to_string(block->index) + " (" + block->dir.string() +
-				   ", PFN " + hex(pfn) + ")"
-			 : "offline the memory block";
+	if (!block) {
+		// Nothing in user space asks ZONE_MOVABLE back here: no oracle.
+		g.method = "none";
+		g.detail = *give_back_obstacle(pfn);
+		return g;
+	}
+	g.method = "offline memory block " + std::to_string(block->index) + " (" + block->dir.string() + ", PFN " +
+		   hex(pfn) + ")";
 	if (auto why = give_back_obstacle(pfn)) {
 		g.detail = *why;
 		return g;

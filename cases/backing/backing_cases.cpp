@@ -333,13 +333,37 @@ std::string fast_rule_out_of_reach(const backing_case &c, const json &o)
 	       "restricted memory, gives the row)";
 }
 
+// The GUP paths of the row's one registration as the kernel trace saw them
+// (trace.gup_paths of lib/diagnosis/kernel_trace.hpp), or null where this
+// kernel does not let them be seen.
+json traced_gup_paths(const json &o)
+{
+	const json regs = o.value("registrations", json::array());
+	if (!regs.is_array() || regs.size() != 1)
+		return nullptr;
+	return regs[0].value("trace", json::object()).value("gup_paths", json());
+}
+
+// "GUP-fast pinned 1 of 1 pages, the slow path was handed 0 (traced)".
+std::string traced_text(const json &g)
+{
+	return "GUP-fast pinned " + std::to_string(g.value("gup_fast_pinned", int64_t(0))) + " of " +
+	       std::to_string(g.value("requested", int64_t(0))) + " pages, the slow path was handed " +
+	       std::to_string(g.value("slow_path_pages", int64_t(0))) + " (traced)";
+}
+
 // The path a row meant to reach, as the page table was before the pin:
 // GUP-fast decides only for pages present there, and the slow path alone
-// only where none was. Otherwise the row tested the other path again.
+// only where none was. Otherwise the row tested the other path again. Where
+// the kernel trace shows which path took the pages, that is recorded and
+// must agree: a slow-path row whose pages GUP-fast pinned tested GUP-fast.
 void judge_gup_path(const backing_case &c, const json &o, case_record &r)
 {
 	const json path = o.value("gup_path", json::object());
 	const size_t pages = path.value("pages", size_t(0)), present = path.value("present_before", size_t(0));
+	const json traced = traced_gup_paths(o);
+	(*r.observed)["gup_path"]["decided_by"] =
+		traced.is_object() ? json(traced_text(traced)) : json("not traced on this kernel");
 	if (!path.contains("present_before"))
 		r.undecided("the GUP path", "the page table before the pin was not recorded");
 	else if (c.path == gup_path::fast && present != pages)
@@ -348,6 +372,8 @@ void judge_gup_path(const backing_case &c, const json &o, case_record &r)
 	else if (c.path == gup_path::slow && present)
 		r.undecided("the slow-path variant", std::to_string(present) + " of " + std::to_string(pages) +
 			    " pages were mapped before the pin: GUP-fast may have decided them");
+	else if (c.path == gup_path::slow && traced.is_object() && traced.value("gup_fast_pinned", int64_t(0)) > 0)
+		r.undecided("the slow-path variant", traced_text(traced) + ", although no page was mapped before the pin");
 }
 
 // A row of fresh pages: that none landed in restricted memory shows
@@ -415,6 +441,8 @@ case_record judge_case(const backing_case &c, const json &observation, const std
 		r.outcome = verdict::fail;
 		r.add_reason("ibv_reg_mr: " + errno_text(err) + ", expected " + errno_text(want->err) + " on " +
 			     (v ? v->text() : std::string("this kernel")) + " (" + want->because + ")");
+		if (const json traced = traced_gup_paths(observation); traced.is_object())
+			r.add_reason(traced_text(traced));
 		return r;
 	}
 	if (err)
@@ -423,6 +451,8 @@ case_record judge_case(const backing_case &c, const json &observation, const std
 	if (const auto problem = pages_problem(c, observation.at("after"), pages); !problem.empty()) {
 		r.outcome = verdict::fail;
 		r.add_reason(problem);
+		if (const json traced = traced_gup_paths(observation); traced.is_object())
+			r.add_reason(traced_text(traced));
 	} else if (const size_t before = observation.at("before").at("restricted"); c.starts_restricted && before < pages) {
 		r.outcome = verdict::skip;
 		r.add_reason("only " + std::to_string(before) + " of " + std::to_string(pages) +

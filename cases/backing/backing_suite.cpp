@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "backing_cases.hpp"
+#include "case_telemetry.hpp"
 #include "pin_module.hpp"
 
 namespace pinmatrix {
@@ -35,6 +36,8 @@ public:
 		doc["backing"] = {{"placement", pinmatrix::name(opt_.restricted)},
 				  {"kernel_version", v ? json(v->text()) : json(nullptr)},
 				  {"disk_dir", disk_dir().string()}};
+		// Which GUP path decided each row, where the kernel lets it be seen.
+		run_trace_session(doc);
 		return std::nullopt;
 	}
 
@@ -43,8 +46,16 @@ public:
 	json run_in_child(const planned_case &c) override
 	{
 		const auto probe = open_page_probe(opt_.pins.without_module());
-		return backing_cases::run_case(row(c), probe.get(),
-					       {opt_.device, opt_.restricted, opt_.restricted_present, disk_dir()});
+		json result, telemetry_json;
+		{
+			// The row's registration, traced (case_telemetry.hpp).
+			case_telemetry telemetry(probe.module ? &*probe.module : nullptr);
+			result = backing_cases::run_case(row(c), probe.get(),
+							 {opt_.device, opt_.restricted, opt_.restricted_present, disk_dir()});
+			telemetry_json = telemetry.finish();
+		}
+		result["observation"].update(telemetry_json);
+		return result;
 	}
 
 	case_record judge(const planned_case &c, const json &observation) override
@@ -58,6 +69,8 @@ public:
 	}
 
 	void after_last_case(json &) override { fill_.release(); }
+
+	void finish(json &doc) override { end_run_trace_session(doc); }
 
 private:
 	suite_options opt_;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "byte_pattern.hpp"
 #include "first_pin.hpp"
@@ -45,6 +46,8 @@ std::string placement_hint(placement p)
 // Fresh pages for the repeats: one populated chunk, its pages in the
 // case's placement taken in turn (the suite steered fresh pages there).
 constexpr size_t repeat_chunk_bytes = 1 << 20;
+
+constexpr auto pin_release_grace = std::chrono::seconds(2);
 
 } // namespace
 
@@ -106,6 +109,18 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	const auto areas = read_cma_areas();
 	auto state = [&] { return describe(tools.probe.probe_page(page.addr()), areas); };
 	obs.before = state();
+	// A pinner may let go a moment after its release returns (io_uring
+	// frees a buffer once its last request is gone): a pin still there
+	// after pin_release_grace is one that outlived its release.
+	auto state_once_released = [&] {
+		const auto until = std::chrono::steady_clock::now() + pin_release_grace;
+		page_state s = state();
+		while (s.maybe_dma_pinned && std::chrono::steady_clock::now() < until) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(20));
+			s = state();
+		}
+		return s;
+	};
 	const bool restricted = obs.before.longterm_pinnable == false;
 
 	first_pin_holder first;
@@ -138,6 +153,7 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 		second.readback(addr, ps, seed + 1, obs.rdma_write_readback, obs.rdma_detail);
 		second.release();
 		first.release();
+		obs.after_release = state_once_released();
 		obs.give_back_control = ask_back(expecting_return);
 		return obs;
 	}
@@ -149,6 +165,7 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	second_pin_result again = second.take(addr, ps);
 	obs.recovery = recovery_record{again.err, again.latency_ns, tools.probe.probe_page(page.addr()).pfn};
 	second.release();
+	obs.after_release = state_once_released();
 	obs.give_back_control = ask_back(expecting_return);
 	return obs;
 }

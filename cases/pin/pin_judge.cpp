@@ -133,14 +133,9 @@ void judge_refused(const first_pin_traits &pin, const observation &obs, std::vec
 }
 
 // The harm: restricted memory goes back with every pin held unless a pin
-// strands the page in it, and once the first pin is gone in any case. An
-// unknown answer (no oracle here) decides nothing; the record says why. Nor
-// does any answer when the control (every pin of the case released) could
-// not give the memory back either: then other memory kept it.
+// strands the page in it, and once the first pin is gone in any case.
 void judge_give_back(const expectation &e, const observation &obs, std::vector<std::string> &why)
 {
-	if (obs.give_back_control && obs.give_back_control->given_back != true)
-		return;
 	if (const auto &g = obs.give_back_held; g && g->given_back &&
 	    *g->given_back != e.memory_given_back_while_held())
 		why.push_back(std::string(*g->given_back ? "memory given back" : "memory not given back") +
@@ -149,6 +144,57 @@ void judge_give_back(const expectation &e, const observation &obs, std::vector<s
 	if (const auto &g = obs.give_back_released; g && g->given_back == false)
 		why.push_back("memory not given back after the first pin was released (" + g->method + ": " +
 			      g->detail + ")");
+}
+
+// Why the give-back's answers decide nothing, or "": an attempt the oracle
+// answered with neither yes nor no, or a refusal that nothing later in the
+// case shows this memory could end: neither the give-back after the first
+// pin was released nor the control (every pin of the case released) got it
+// back, so other memory may have kept the block (a machine under memory
+// pressure, a pin another case leaked). Memory that went back needs no
+// control. A machine with no oracle at all (method "none") owns no such
+// check: that is a note (give_back_note), not this.
+std::string give_back_undecided(const observation &obs)
+{
+	const auto asked = [](const std::optional<give_back_attempt> &g) { return g && g->method != "none"; };
+	const auto is = [&](const std::optional<give_back_attempt> &g, bool v) { return asked(g) && g->given_back == v; };
+	const auto said = [](const char *when, const give_back_attempt &g) {
+		return std::string(when) + " (" + g.method + ": " + g.detail + ")";
+	};
+	const auto &held = obs.give_back_held, &released = obs.give_back_released, &c = obs.give_back_control;
+	if (asked(held) && !held->given_back)
+		return said("the oracle answered neither yes nor no with the pins held", *held);
+	if (asked(released) && !released->given_back)
+		return said("the oracle answered neither yes nor no after the first pin was released", *released);
+	const bool refused = is(held, false) || is(released, false);
+	if (!refused || is(released, true) || is(c, true))
+		return "";
+	if (!asked(c))
+		return "no control: the memory was not asked back with every pin of the case released";
+	return said(c->given_back == false ? "with every pin of the case released the memory did not go back either"
+				  : "the control (every pin of the case released) got neither yes nor no",
+		    *c);
+}
+
+// Where this machine has no give-back oracle, the record says so.
+std::string give_back_note(const observation &obs)
+{
+	const auto &g = obs.give_back_held;
+	return g && g->method == "none" ? "the give-back is not checked here: " + g->detail : "";
+}
+
+// A pin the case took and released must be gone: with every pin of the
+// case released, its page no longer reads maybe_dma_pinned (a FOLL_PIN
+// leaked by the kernel, or by the pinner, is a failure of the case whose
+// pin it was, whatever the give-back could decide). The pagemap probe
+// cannot tell.
+void judge_released(const observation &obs, std::vector<std::string> &why)
+{
+	if (obs.probe != "module" || !obs.after_release || !obs.after_release->maybe_dma_pinned)
+		return;
+	why.push_back("a pin outlived its release: with every pin of the case released, its page " +
+		      hex(obs.after_release->pfn) + " still reads maybe_dma_pinned (refcount " +
+		      std::to_string(obs.after_release->refcount) + ")");
 }
 
 } // namespace
@@ -171,10 +217,23 @@ case_result judge(const case_def &def, const observation &obs)
 		judge_registered(obs, why);
 	else
 		judge_refused(traits(def.first), obs, why);
-	judge_give_back(r.expected, obs, why);
+	judge_released(obs, why);
+	const std::string undecided = give_back_undecided(obs);
+	if (undecided.empty())
+		judge_give_back(r.expected, obs, why);
 	r.outcome = why.empty() ? verdict::pass : verdict::fail;
 	for (const auto &w : why)
 		r.reason += (r.reason.empty() ? "" : "; ") + w;
+	if (!undecided.empty() && r.outcome == verdict::pass) {
+		// PASS only when every check the case owns decided: this machine
+		// could not give the harm's answer (a SKIP, with why).
+		r.outcome = verdict::skip;
+		r.reason = "every other check held, but the give-back decided nothing: " + undecided;
+	} else if (!undecided.empty()) {
+		r.reason += "; the give-back decided nothing: " + undecided;
+	} else if (const auto note = give_back_note(obs); !note.empty() && r.outcome == verdict::pass) {
+		r.reason = note;
+	}
 	return r;
 }
 

@@ -39,6 +39,10 @@ struct observation {
 	page_state before;
 	std::optional<page_state> after_first_pin;
 	std::optional<page_state> after_registration;
+	// With every pin of the case released (the MR, the first pin and the
+	// recovery's MR): the page at the case's address, where a pin that
+	// outlived its release still reads maybe_dma_pinned.
+	std::optional<page_state> after_release;
 	int first_pin_errno = 0;
 	std::vector<uint64_t> first_pin_pfns;
 	int registration_errno = 0;

@@ -78,6 +78,8 @@ json to_json(const observation &o)
 		j["page"]["after_first_pin"] = to_json(*o.after_first_pin);
 	if (o.after_registration)
 		j["page"]["after_registration"] = to_json(*o.after_registration);
+	if (o.after_release)
+		j["page"]["after_release"] = to_json(*o.after_release);
 	if (o.rdma_write_readback)
 		j["rdma_write_readback"] = *o.rdma_write_readback;
 	if (!o.rdma_detail.empty())
@@ -127,6 +129,8 @@ observation observation_from_json(const json &j)
 		o.after_first_pin = page_state_from_json(page["after_first_pin"]);
 	if (page.contains("after_registration"))
 		o.after_registration = page_state_from_json(page["after_registration"]);
+	if (page.contains("after_release"))
+		o.after_release = page_state_from_json(page["after_release"]);
 	if (j.contains("rdma_write_readback"))
 		o.rdma_write_readback = j["rdma_write_readback"].get<bool>();
 	o.rdma_detail = j.value("rdma_detail", "");

@@ -153,6 +153,17 @@ case_record not_run_case(const pinner_case &c, const std::optional<kernel_versio
 
 namespace {
 
+// A give-back that decided nothing (the oracle said neither yes nor no, or
+// a refusal the control shares): this machine could not give the answer,
+// so a case whose other checks held is a SKIP that says so, never a PASS,
+// as in the pin suite (cases/pin/pin_judge.cpp).
+void give_back_decided_nothing(case_record &r, const std::string &check, const std::string &why)
+{
+	if (r.outcome == verdict::pass)
+		r.outcome = verdict::skip;
+	r.add_reason(check + " decided nothing: " + why);
+}
+
 // The give-back oracle's answers: with the pin held, and (the control) with
 // it released. An unknown answer decides nothing, and neither does a refusal
 // when even the control could not give the memory back; where the machine
@@ -171,14 +182,15 @@ void judge_give_back(const expectation &e, const json &o, case_record &r)
 		return;
 	}
 	if (!held.is_boolean()) {
-		r.undecided("the give-back with the pin held", "the oracle answered no yes or no (" +
-			    asked.value("detail", std::string("no answer")) + ")");
+		give_back_decided_nothing(r, "the give-back with the pin held",
+					  "the oracle answered no yes or no (" +
+						  asked.value("detail", std::string("no answer")) + ")");
 		return;
 	}
 	// Memory that went back decides; a refusal only where the control's went back.
 	if (!held.get<bool>() && control != json(true)) {
-		r.undecided("the give-back with the pin held",
-			    "even with the pin released the memory did not go back");
+		give_back_decided_nothing(r, "the give-back with the pin held",
+					  "even with the pin released the memory did not go back");
 		return;
 	}
 	if (held.get<bool>() == *e.given_back_while_held)

@@ -446,6 +446,7 @@ private:
 	void add(int depth, std::string text, const char *source) { p_.steps.push_back({std::move(text), source, depth}); }
 	void existing_pins_line(const char *otherwise);
 	void read_returns();
+	void read_gup_split();
 	std::string umem_call() const;
 	void request();
 	void fast_path();
@@ -515,6 +516,29 @@ void path_builder::read_returns()
 		p_.gup_errno = return_errno(*gl_ret_);
 	else if (pupf_ret_)
 		p_.gup_errno = return_errno(*pupf_ret_);
+	read_gup_split();
+}
+
+// The pages of every pin_user_pages_fast call (ib_umem_get asks in chunks)
+// and the slow path's share of them: gup_fast_fallback() calls
+// __gup_longterm_locked() for exactly the pages GUP-fast did not pin.
+void path_builder::read_gup_split()
+{
+	if (!pupf_ || in_.missing("gup_longterm"))
+		return;
+	trace_path::gup_split split;
+	for (const auto &e : ev_) {
+		if (e.name == "pin_user_pages_fast")
+			split.requested += e.number("nr_pages").value_or(0);
+		else if (e.name == "gup_longterm")
+			split.slow_path_pages += e.number("nr_pages").value_or(0);
+	}
+	if (split.requested > 0 && split.slow_path_pages <= split.requested)
+		p_.gup_paths = split;
+	else
+		p_.notes.push_back("the GUP path is not read: pin_user_pages_fast asked " +
+				   std::to_string(split.requested) + " pages and __gup_longterm_locked got " +
+				   std::to_string(split.slow_path_pages));
 }
 
 // "ib_umem_get(0x7f..., 4096 bytes)", or "" when its entry is not traced.
@@ -577,17 +601,30 @@ void path_builder::request()
 // 2. Where the page was, and whether the fast path refused it.
 void path_builder::fast_path()
 {
-	if (p_.gup_reached != true || !in_.before)
+	std::string split;
+	if (const auto &g = p_.gup_paths)
+		split = "GUP-fast pinned " + std::to_string(g->gup_fast_pinned()) + " of " +
+			plural(g->requested, "page", "pages") + ", the slow path (__gup_longterm_locked) was handed " +
+			std::to_string(g->slow_path_pages);
+	if (p_.gup_reached != true)
 		return;
+	if (!in_.before) {
+		// No probe of the page: the request's own line says it.
+		if (!split.empty() && !p_.steps.empty())
+			p_.steps.front().text += " (" + split + ")";
+		return;
+	}
 	int gup_entries = 0;
 	for (const auto &e : ev_)
 		gup_entries += e.name == "gup_longterm";
 	std::string detail = pinnable_text(*in_.before).substr(2);
 	if (gup_entries)
-		detail += "; the GUP fast path refused it (" + callee_or(first(ev_, "gup_longterm"), "__gup_longterm_locked") +
-			  " entered)";
+		detail += "; the GUP fast path did not pin it (" +
+			  callee_or(first(ev_, "gup_longterm"), "__gup_longterm_locked") + " entered)";
 	else if (in_.before->longterm_pinnable == true)
 		detail += ": pinned on the fast path, no migration";
+	if (!split.empty())
+		detail += " (" + split + ")";
 	add(1, placement_text(*in_.before, false) + ": " + detail, "module probe");
 }
 
@@ -692,6 +729,13 @@ trace_path reconstruct_path(const std::vector<trace_event> &ev, const path_input
 	return ev.empty() ? b.from_probes() : b.from_trace();
 }
 
+std::string trace_path::gup_split::decided_by() const
+{
+	if (!slow_path_pages)
+		return "GUP-fast";
+	return slow_path_pages == requested ? "the slow path" : "both";
+}
+
 json to_json(const trace_path &p)
 {
 	json steps = json::array(), lines = json::array();
@@ -719,6 +763,11 @@ json to_json(const trace_path &p)
 	opt("provider_errno", p.provider_errno);
 	opt("migrated_from_pfn", p.migrated_from);
 	opt("migrated_to_pfn", p.migrated_to);
+	if (const auto &g = p.gup_paths)
+		j["gup_paths"] = {{"requested", g->requested},
+				  {"gup_fast_pinned", g->gup_fast_pinned()},
+				  {"slow_path_pages", g->slow_path_pages},
+				  {"decided_by", g->decided_by()}};
 	if (!p.notes.empty())
 		j["notes"] = p.notes;
 	return j;

@@ -141,6 +141,18 @@ struct trace_path {
 	int64_t migrate_succeeded = 0, migrate_failed = 0;
 	std::optional<int> gup_errno, umem_errno, provider_errno;
 	std::optional<uint64_t> migrated_from, migrated_to;	// PFNs from the migration PTEs
+	// Which GUP path decided the pages, from the entries of
+	// pin_user_pages_fast (every page asked) and __gup_longterm_locked
+	// (those GUP-fast did not pin, handed to the slow path); nullopt where
+	// either is not traced here or GUP was not reached.
+	struct gup_split {
+		int64_t requested = 0;		// pages asked of pin_user_pages_fast
+		int64_t slow_path_pages = 0;	// of them, handed to __gup_longterm_locked
+		int64_t gup_fast_pinned() const { return requested - slow_path_pages; }
+		// "GUP-fast", "the slow path" or "both" (some pages each).
+		std::string decided_by() const;
+	};
+	std::optional<gup_split> gup_paths;
 
 	// One line: "long-term pin requested / ... / -ENOMEM".
 	std::string one_line() const;

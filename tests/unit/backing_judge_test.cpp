@@ -229,3 +229,42 @@ TEST(BackingJudge, TheFastPathsOwnRuleNeedsAPageItMayPinInPlace)
 			     observation(EFAULT, 1, counts(1, 0), counts(1, 0)), v7_2).outcome,
 		  verdict::pass);
 }
+
+// Which path decided, as the kernel trace shows it (trace.gup_paths of the
+// row's registration): recorded with the row, named in a FAIL, and a
+// slow-path row whose pages GUP-fast pinned tested GUP-fast (decided
+// nothing), whatever the page table said.
+TEST(BackingJudge, TheTracedGupPathIsRecordedAndMustAgree)
+{
+	const auto traced = [](json o, int64_t requested, int64_t slow) {
+		o["registrations"] = json::array(
+			{{{"trace", {{"gup_paths", {{"requested", requested},
+						    {"gup_fast_pinned", requested - slow},
+						    {"slow_path_pages", slow}}}}}}});
+		return o;
+	};
+	const auto &row = case_by_id("backing/file-shared-writable-in-place");
+	auto r = judge_case(row, traced(observation(EFAULT, 1, counts(0, 1), counts(0, 1)), 1, 1), v7_2);
+	EXPECT_EQ(r.outcome, verdict::pass) << r.reason;
+	EXPECT_EQ((*r.observed)["gup_path"]["decided_by"],
+		  "GUP-fast pinned 0 of 1 pages, the slow path was handed 1 (traced)");
+	// A kernel whose GUP-fast lets the page through (mutant 9): the FAIL names it.
+	r = judge_case(row, traced(observation(0, 1, counts(0, 1), counts(0, 1)), 1, 0), v7_2);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("GUP-fast pinned 1 of 1 pages, the slow path was handed 0"), std::string::npos)
+		<< r.reason;
+	// Not traced: said so, the page table alone decides.
+	r = judge_case(row, observation(EFAULT, 1, counts(0, 1), counts(0, 1)), v7_2);
+	EXPECT_EQ(r.outcome, verdict::pass);
+	EXPECT_EQ((*r.observed)["gup_path"]["decided_by"], "not traced on this kernel");
+	// The slow-path twin: GUP-fast must have pinned nothing.
+	const auto &slow = case_by_id("backing/file-shared-writable-slow-path");
+	json o = observation(EFAULT, 1, counts(1, 0), counts(1, 0));
+	o["gup_path"]["path"] = "slow";
+	o["gup_path"]["present_before"] = 0;
+	EXPECT_EQ(judge_case(slow, traced(o, 1, 1), v7_2).outcome, verdict::pass);
+	r = judge_case(slow, traced(o, 1, 0), v7_2);
+	EXPECT_EQ(r.outcome, verdict::error);
+	EXPECT_NE(r.reason.find("the slow-path variant decided nothing: GUP-fast pinned 1 of 1 pages"), std::string::npos)
+		<< r.reason;
+}

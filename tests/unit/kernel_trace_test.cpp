@@ -282,6 +282,38 @@ TEST(KernelTrace, CaseC_FirstPinDeclaresLongTermAndMigratesSoTheRegistrationDoes
 	EXPECT_EQ(fp.outcome, "success");
 }
 
+// Which GUP path took the pages: pin_user_pages_fast asked for them all,
+// and __gup_longterm_locked was handed those GUP-fast did not pin (issue
+// 40 part 3); unknown where that probe could not be placed.
+TEST(KernelTrace, TheTraceSaysWhichGupPathTookThePages)
+{
+	const auto events = registration_events(parse_trace(fixture("6.1-case-A.txt")), 1);
+	path_inputs in = inputs(0, 0x22477, false);
+	auto p = reconstruct_path(events, in);
+	ASSERT_TRUE(p.gup_paths.has_value()) << p.text();
+	EXPECT_EQ(p.gup_paths->requested, 1);
+	EXPECT_EQ(p.gup_paths->slow_path_pages, 1);
+	EXPECT_EQ(p.gup_paths->gup_fast_pinned(), 0);
+	EXPECT_EQ(p.gup_paths->decided_by(), "the slow path");
+	EXPECT_NE(p.text().find("GUP-fast pinned 0 of 1 page, the slow path (__gup_longterm_locked) was handed 1"),
+		  std::string::npos)
+		<< p.text();
+	EXPECT_EQ(to_json(p)["gup_paths"]["decided_by"], "the slow path");
+	// Without the slow path's entry, GUP-fast pinned them all.
+	std::vector<trace_event> fast_only;
+	for (const auto &e : events)
+		if (e.name != "gup_longterm")
+			fast_only.push_back(e);
+	p = reconstruct_path(fast_only, in);
+	ASSERT_TRUE(p.gup_paths.has_value());
+	EXPECT_EQ(p.gup_paths->decided_by(), "GUP-fast");
+	// Unless this kernel could not have shown it.
+	in.missing_roles = {"gup_longterm", "gup_longterm_ret"};
+	p = reconstruct_path(fast_only, in);
+	EXPECT_FALSE(p.gup_paths.has_value());
+	EXPECT_FALSE(to_json(p).contains("gup_paths"));
+}
+
 TEST(KernelTrace, MemlockQuotaFailsBeforeAnyPinIsRequested)
 {
 	const auto events = registration_events(parse_trace(fixture("6.1-memlock-quota.txt")), 1);

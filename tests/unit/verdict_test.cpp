@@ -81,7 +81,10 @@ TEST(Judge, TheMemoryGoesBackUnlessAPinStrandsThePage)
 	b.give_back_released = answer(true);
 	EXPECT_EQ(judge(find("B"), b).outcome, verdict::pass);
 
+	// A refusal counts where the memory went back later in the case (the
+	// control, every pin released).
 	a.give_back_held = answer(false);
+	a.give_back_control = answer(true);
 	auto r = judge(find("A"), a);
 	EXPECT_EQ(r.outcome, verdict::fail);
 	EXPECT_NE(r.reason.find("memory not given back with the pins held, expected given"), std::string::npos)
@@ -94,6 +97,7 @@ TEST(Judge, TheMemoryGoesBackUnlessAPinStrandsThePage)
 	b = good_b();
 	b.give_back_held = answer(false);
 	b.give_back_released = answer(false);
+	b.give_back_control = answer(true);
 	r = judge(find("B"), b);
 	EXPECT_EQ(r.outcome, verdict::fail);
 	EXPECT_NE(r.reason.find("after the first pin was released"), std::string::npos) << r.reason;
@@ -101,31 +105,100 @@ TEST(Judge, TheMemoryGoesBackUnlessAPinStrandsThePage)
 
 // Under memory pressure a block may not go back even with every pin of the
 // case released (tests/vm/memory-pressure.sh): then its answers prove
-// nothing about the pins; with the control given back they do.
+// nothing about the pins, and the case, whose every other check held, is a
+// SKIP that says so (issue 40 part 2: PASS only when every check decided);
+// with the control given back they decide.
 TEST(Judge, AGiveBackTheControlCouldNotDoEitherDecidesNothing)
 {
 	auto a = good_a();
 	a.give_back_held = answer(false);
 	a.give_back_control = answer(false);
-	EXPECT_EQ(judge(find("A"), a).outcome, verdict::pass);
+	auto r = judge(find("A"), a);
+	EXPECT_EQ(r.outcome, verdict::skip);
+	EXPECT_NE(r.reason.find("the give-back decided nothing: with every pin of the case released the memory did "
+				"not go back either"),
+		  std::string::npos)
+		<< r.reason;
 	a.give_back_control = answer(true);
 	EXPECT_EQ(judge(find("A"), a).outcome, verdict::fail);
 	auto b = good_b();
 	b.give_back_held = answer(false);
 	b.give_back_released = answer(false);
 	b.give_back_control = answer(false);
-	EXPECT_EQ(judge(find("B"), b).outcome, verdict::pass);
+	EXPECT_EQ(judge(find("B"), b).outcome, verdict::skip);
+	// A control never asked is no control.
+	b.give_back_control.reset();
+	r = judge(find("B"), b);
+	EXPECT_EQ(r.outcome, verdict::skip);
+	EXPECT_NE(r.reason.find("no control"), std::string::npos) << r.reason;
+	// A failure of another check stays a FAIL, and says the give-back decided nothing.
+	b.content_intact = false;
+	r = judge(find("B"), b);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("page content changed"), std::string::npos) << r.reason;
+	EXPECT_NE(r.reason.find("the give-back decided nothing"), std::string::npos) << r.reason;
 }
 
+// The oracle there but answering neither yes nor no (a block still
+// offlining at the bound): the check decided nothing, never a PASS.
 TEST(Judge, AnUnknownGiveBackDecidesNothing)
 {
 	auto a = good_a();
 	a.give_back_held = answer(std::nullopt);
-	EXPECT_EQ(judge(find("A"), a).outcome, verdict::pass);
+	a.give_back_control = answer(true);
+	auto r = judge(find("A"), a);
+	EXPECT_EQ(r.outcome, verdict::skip);
+	EXPECT_NE(r.reason.find("neither yes nor no with the pins held"), std::string::npos) << r.reason;
 	auto b = good_b();
-	b.give_back_held = answer(std::nullopt);
+	b.give_back_held = answer(false);
 	b.give_back_released = answer(std::nullopt);
+	b.give_back_control = answer(true);
+	r = judge(find("B"), b);
+	EXPECT_EQ(r.outcome, verdict::skip);
+	EXPECT_NE(r.reason.find("after the first pin was released"), std::string::npos) << r.reason;
+	b.give_back_control = answer(std::nullopt);
+	EXPECT_EQ(judge(find("B"), b).outcome, verdict::skip);
+	// Memory that went back needs no control: B's refusal is decided by
+	// the memory going back once the first pin was released.
+	b.give_back_released = answer(true);
 	EXPECT_EQ(judge(find("B"), b).outcome, verdict::pass);
+}
+
+// A machine with no oracle (method "none": a CMA area nothing in user
+// space asks back) owns no give-back check: a PASS that says so.
+TEST(Judge, AMachineWithoutAnOracleOwnsNoGiveBack)
+{
+	auto a = good_a();
+	a.give_back_held = give_back_attempt{"none", std::nullopt, "no CMA_DEBUGFS", 0};
+	a.give_back_control = give_back_attempt{"none", std::nullopt, "no CMA_DEBUGFS", 0};
+	const auto r = judge(find("A"), a);
+	EXPECT_EQ(r.outcome, verdict::pass);
+	EXPECT_EQ(r.reason, "the give-back is not checked here: no CMA_DEBUGFS");
+}
+
+// A pin the case released must be gone from its page, whatever the
+// give-back could decide (kernel mutant 3 leaks one where a migration
+// fails; the control then cannot give the block back either).
+TEST(Judge, APinThatOutlivedItsReleaseFailsTheCase)
+{
+	auto b = good_b();
+	b.probe = "module";
+	b.after_release = b.before;
+	b.after_release->maybe_dma_pinned = true;
+	b.after_release->refcount = 1025;
+	b.give_back_held = answer(false);
+	b.give_back_released = answer(false);
+	b.give_back_control = answer(false);
+	auto r = judge(find("B"), b);
+	EXPECT_EQ(r.outcome, verdict::fail);
+	EXPECT_NE(r.reason.find("a pin outlived its release"), std::string::npos) << r.reason;
+	EXPECT_NE(r.reason.find("refcount 1025"), std::string::npos) << r.reason;
+	b.after_release->maybe_dma_pinned = false;
+	EXPECT_NE(judge(find("B"), b).outcome, verdict::fail);
+	// The pagemap probe cannot read it: nothing is concluded from it.
+	b.after_release->maybe_dma_pinned = true;
+	b.probe = "pagemap";
+	EXPECT_NE(judge(find("B"), b).outcome, verdict::fail);
 }
 
 TEST(Judge, FailsARegistrationThatDidNotMove)

@@ -80,6 +80,15 @@ TEST(VmBacking, Debian612)
 	EXPECT_EQ(observed(g.doc, "file-shared-read-only")["pages_moved"], 1);
 	EXPECT_EQ(observed(g.doc, "hugetlb-2m")["pages_moved"], 512);
 	EXPECT_EQ(case_by_id(g.doc, "backing/hugetlb-1g-cma")["verdict"], "skip");
+	// Which GUP path took the pages, from the trace of pin_user_pages_fast
+	// and __gup_longterm_locked (issue 40 part 3): a slow-path row's pages
+	// all went to the slow path, and so did a GUP-fast row's that started
+	// in ZONE_MOVABLE (GUP-fast may not pin them where they are).
+	for (const char *id : {"memfd-slow-path", "file-shared-writable-slow-path", "file-shared-read-only-slow-path",
+			       "secretmem-slow-path", "memfd", "file-shared-writable", "anon-read-only"}) {
+		const std::string decided = observed(g.doc, id)["gup_path"].value("decided_by", "");
+		EXPECT_EQ(decided.rfind("GUP-fast pinned 0 of ", 0), 0u) << id << ": " << decided;
+	}
 }
 
 // The 1 GiB page of hugetlb_cma is refused, never registered in place.

@@ -4,7 +4,9 @@
 // touches and unmaps anonymous memory and a reader churns the page cache.
 // Same verdicts as without it: every case PASSes (its observation matches
 // the rule table's expectation), or SKIPs because its placement could not
-// be found; never FAIL or ERROR. And the pressure was real: the stress was
+// be found or because the pressure kept the memory block even with every
+// pin of the case released (the give-back decided nothing); never FAIL or
+// ERROR. And the pressure was real: the stress was
 // still running when the matrix ended, and held memory.
 
 #include <unistd.h>
@@ -25,6 +27,8 @@ namespace {
 
 // The page finder's reason when no page in the wanted placement turned up.
 constexpr const char *placement_not_found = "no page in ";
+// The pin judge's, when the give-back could not decide (cases/pin/pin_judge.cpp).
+constexpr const char *give_back_undecided = "every other check held, but the give-back decided nothing: ";
 
 class VmMemoryPressure : public ::testing::Test {
 protected:
@@ -78,7 +82,8 @@ TEST_F(VmMemoryPressure, EveryCasePassesOrCannotFindItsPlacement)
 		RecordProperty(c["id"].get<std::string>(), v + (reason.empty() ? "" : ": " + reason));
 		if (v == "skip") {
 			skip++;
-			EXPECT_EQ(reason.rfind(placement_not_found, 0), 0u) << c["id"] << " skipped: " << reason;
+			EXPECT_TRUE(reason.rfind(placement_not_found, 0) == 0 || reason.rfind(give_back_undecided, 0) == 0)
+				<< c["id"] << " skipped: " << reason;
 			continue;
 		}
 		pass += v == "pass";
