@@ -455,9 +455,12 @@ case_record judge_case(const backing_case &c, const json &observation, const std
 			r.add_reason(traced_text(traced));
 	} else if (const size_t before = observation.at("before").at("restricted"); c.starts_restricted && before < pages) {
 		r.outcome = verdict::skip;
-		r.add_reason("only " + std::to_string(before) + " of " + std::to_string(pages) +
-			     " pages were in restricted memory when registered (reclaimed after they were found?): "
-			     "nothing was checked");
+		r.add_reason(observation.value("placement", std::string()) == "ordinary"
+				     ? "this boot (ordinary) has no restricted memory for the row's pages to start in: "
+				       "nothing was checked (boot movable, cma or hugetlb_cma)"
+				     : "only " + std::to_string(before) + " of " + std::to_string(pages) +
+					       " pages were in restricted memory when registered (reclaimed after they "
+					       "were found?): nothing was checked");
 	} else if (observation.at("after").at("unknown").get<size_t>()) {
 		r.outcome = verdict::skip;
 		r.add_reason("the probe cannot place some of the registered pages (" +

@@ -268,3 +268,18 @@ TEST(BackingJudge, TheTracedGupPathIsRecordedAndMustAgree)
 	EXPECT_NE(r.reason.find("the slow-path variant decided nothing: GUP-fast pinned 1 of 1 pages"), std::string::npos)
 		<< r.reason;
 }
+
+// A row that starts in restricted memory checks nothing on a boot that has
+// none: a SKIP that says so, not a guess that its pages were reclaimed.
+TEST(BackingJudge, TheOrdinaryBootSaysItHasNoRestrictedMemory)
+{
+	json o = observation(0, 1, counts(0, 1), counts(0, 1));
+	o["placement"] = "ordinary";
+	auto r = judge_case(case_by_id("backing/memfd"), o, v6_12);
+	EXPECT_EQ(r.outcome, verdict::skip);
+	EXPECT_NE(r.reason.find("this boot (ordinary) has no restricted memory"), std::string::npos) << r.reason;
+	o["placement"] = "movable";
+	r = judge_case(case_by_id("backing/memfd"), o, v6_12);
+	EXPECT_EQ(r.outcome, verdict::skip);
+	EXPECT_NE(r.reason.find("reclaimed after they were found?"), std::string::npos) << r.reason;
+}
