@@ -30,6 +30,7 @@
 #include "kernel_rules.hpp"
 #include "known_bugs.hpp"
 #include "ktap.hpp"
+#include "pin_balance.hpp"
 #include "pin_module.hpp"
 #include "placement.hpp"
 #include "plan.hpp"
@@ -105,6 +106,8 @@ const kernel_knob kernel_knobs[] = {
 	 "'s pin spins in the kernel until killed"},
 	{"kernel-oops-at", &fault_plan::kernel_oops_at, "/sys/module/pinmatrix/parameters/oops_in_pin",
 	 "'s pin oopses in the kernel with a lock held; every later pin waits on it"},
+	{"kernel-leak-pin-at", &fault_plan::kernel_leak_pin_at, "/sys/module/pinmatrix/parameters/leak_pins",
+	 "'s pin is never given back: the module keeps its pages pinned (until reboot)"},
 };
 
 const kernel_knob *knob_of(const std::string &kind)
@@ -672,10 +675,20 @@ std::map<const suite *, std::optional<std::string>> preflight_suites(const std::
 	return cannot_run;
 }
 
+// What the run learns from its cases as they go: the kernel's log, its
+// first bug report, the suites that a process stuck in the kernel wedged.
+struct run_state {
+	std::optional<kernel_log_cursor> klog;
+	std::optional<earlier_bug> first_bug;
+	std::map<const suite *, std::string> wedged;
+	// The pins each case leaves behind (pin_balance.hpp).
+	pin_balance balance{foll_pins_held, quiet_machine()};
+};
+
 // One case: its knob of fault injection set around it, run in a child (or
 // its SKIP), timed, and the kernel's alarms during it noted.
 case_record run_one(const plan_entry &e, const std::optional<std::string> &why_not, const fault_plan &fault,
-	     const run_options &opt, std::optional<kernel_log_cursor> &klog, json &doc)
+		    const run_options &opt, run_state &st, json &doc)
 {
 	auto &[owner, c] = e;
 	if (!why_not)
@@ -688,16 +701,20 @@ case_record run_one(const plan_entry &e, const std::optional<std::string> &why_n
 			std::cout << "pinmatrix: fault injection: case " << c.id << k.says << std::endl;
 			stall.emplace(k.param, "Y");
 		}
+	if (!why_not)
+		st.balance.before_case();
 	case_record r = why_not ? owner->not_run(c, verdict::skip, *why_not)
 				: run_in_child(*owner, c, opt.case_timeout_s, c.id == fault.hang_at,
 					       c.id == fault.kernel_hang_in_thread_at);
 	stall.reset();
+	if (!why_not)
+		st.balance.after_case(r);
 	r.suite = owner->name();
 	r.details["started_at"] = started_at;
 	r.duration_ns =
 		std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-	if (klog)
-		note_kernel_alarms(r, klog->new_alarms());
+	if (st.klog)
+		note_kernel_alarms(r, st.klog->new_alarms());
 	return r;
 }
 
@@ -738,13 +755,6 @@ struct case_context {
 	ktap_stream *ktap;	// --format ktap, else null
 };
 
-// What the run learns from its cases as they go: the kernel's log, its
-// first bug report, the suites that a process stuck in the kernel wedged.
-struct run_state {
-	std::optional<kernel_log_cursor> klog;
-	std::optional<earlier_bug> first_bug;
-	std::map<const suite *, std::string> wedged;
-};
 
 // A case's record: run (or its SKIP), or an error without running when an
 // earlier case of its suite left a process stuck in the kernel.
@@ -755,7 +765,7 @@ case_record record_of(const plan_entry &e, const case_context &run, run_state &s
 		r.suite = e.owner->name();
 		return r;
 	}
-	case_record r = run_one(e, run.cannot_run.at(e.owner), run.fault, run.opt, st.klog, doc);
+	case_record r = run_one(e, run.cannot_run.at(e.owner), run.fault, run.opt, st, doc);
 	apply_known_bugs(r, running_kernel_version(), run.opt.strict);
 	note_earlier_kernel_bug(r, st.first_bug);
 	if (!st.first_bug && r.details.contains("kernel_alarms"))

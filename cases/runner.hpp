@@ -40,7 +40,9 @@ struct run_options {
 	// "kernel-hang-in-thread-at=ID" stalls it so in a thread of its own
 	// while the case's main thread waits for that thread, and
 	// "kernel-oops-at=ID" makes it oops with a lock held that every later
-	// pin then waits on (oops_in_pin).
+	// pin then waits on (oops_in_pin), and "kernel-leak-pin-at=ID" makes
+	// the module keep its pages pinned when the case releases its pin
+	// (leak_pins): the pin balance check's fault.
 	std::string fault;
 	// --format: "text" (people's lines on stdout) or "ktap" (the KTAP
 	// document on stdout as cases end, people's lines on stderr).
@@ -58,6 +60,7 @@ struct fault_plan {
 	std::string kernel_hang_in_thread_at;
 	std::string kernel_spin_at;
 	std::string kernel_oops_at;
+	std::string kernel_leak_pin_at;
 };
 // Throws usage_error for anything but the forms above with a known case.
 fault_plan parse_fault(const std::string &spec);

@@ -283,7 +283,7 @@ subcommand add_run(CLI::App &app)
 		->capture_default_str();
 	cmd->add_option("--fault", run->fault,
 			"Fault injection: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | kernel-hang-in-thread-at=CASE | kernel-spin-at=CASE | "
-			"kernel-oops-at=CASE");
+			"kernel-oops-at=CASE | kernel-leak-pin-at=CASE");
 	add_pin_options(cmd, run->pins)->excludes(module);
 	add_format_option(cmd, run->format);
 	cmd->add_flag("--strict", run->strict, strict_help);
@@ -308,7 +308,8 @@ void add_vm_guest_options(CLI::App *cmd, vm_options &vm, std::vector<std::string
 	cmd->add_option("--guest-cmd", vm.guest_cmd, "Run this shell command in the guest instead of the matrix (tests)");
 	cmd->add_option("--fault", vm.fault,
 			"Fault injection in the guest: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | "
-			"kernel-hang-in-thread-at=CASE | kernel-spin-at=CASE | kernel-oops-at=CASE");
+			"kernel-hang-in-thread-at=CASE | kernel-spin-at=CASE | kernel-oops-at=CASE | "
+			"kernel-leak-pin-at=CASE");
 	cmd->add_flag("--strict", vm.strict, strict_help);
 	cmd->add_option("--case-timeout", vm.case_timeout_s, "Seconds a case may take in the guest")
 		->check(whole_number(1, INT_MAX))

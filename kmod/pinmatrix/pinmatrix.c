@@ -87,6 +87,17 @@ module_param(oops_in_pin, bool, 0600);
 MODULE_PARM_DESC(oops_in_pin,
 		 "Fault injection: PIN oopses with a lock held; every later PIN waits on it forever");
 
+/*
+ * Fault injection for the runner's pin balance check: while set, every pin
+ * given back (UNPIN, or the last close) keeps its pages pinned for good, as
+ * a pinner that forgets to unpin does (aa6f8b2593b5: a refused long-term
+ * pin once left its pages pinned). The pages stay pinned until reboot.
+ */
+static bool leak_pins;
+module_param(leak_pins, bool, 0600);
+MODULE_PARM_DESC(leak_pins,
+		 "Fault injection: a pin given back while set keeps its pages pinned until reboot");
+
 static DEFINE_MUTEX(pm_oops_lock);
 static bool pm_oopsed;
 
@@ -546,6 +557,12 @@ static void pm_release_pages(struct pm_pin *pin)
 /* Gives back the pages a pin holds and its page array. */
 static void pm_put_pages(struct pm_pin *pin)
 {
+	if (READ_ONCE(leak_pins) && pin->npinned) {
+		pr_warn("pin #%u: %lu pages leaked, never given back (leak_pins)\n", pin->id, pin->npinned);
+		cancel_delayed_work_sync(&pin->unlock_work);
+		pm_drop_folio_locks(pin);
+		pin->npinned = 0;
+	}
 	pm_release_pages(pin);
 	kvfree(pin->pages);
 }

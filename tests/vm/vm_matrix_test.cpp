@@ -1043,3 +1043,31 @@ TEST(VmFaults, FullResultsDiskNamesTheCaseAndKeepsWhatWasWritten)
 	for (const auto &f : fs::recursive_directory_iterator(out))
 		EXPECT_EQ(f.path().filename().string().find(".tmp"), std::string::npos) << f.path();
 }
+
+// A pin the module keeps when case C releases it (pinmatrix.ko's leak_pins,
+// --fault kernel-leak-pin-at=C), as a pinner that forgets to unpin does:
+// C FAILs twice over, by its page (still maybe_dma_pinned with every pin
+// released) and by the machine's pin count (more FOLL_PINs held once its
+// process was gone); the other cases' counts balance, and they PASS.
+TEST(VmFaults, APinLeftBehindFailsItsCaseAndNoOther)
+{
+	require_vm();
+	auto dir = out_dir("kernel-leak-pin");
+	auto r = run_pinmatrix("vm --cases A,B,C,fork/child-writes-private --fault kernel-leak-pin-at=C --out " +
+			       dir.string());
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	auto doc = load(dir);
+	const auto &c = case_by_id(doc, "C");
+	EXPECT_EQ(c["verdict"], "fail");
+	const std::string reason = c.value("reason", "");
+	EXPECT_NE(reason.find("a pin outlived its release"), std::string::npos) << reason;
+	// One pin for the case's first pin, and one for each of its timed
+	// repeats, which take the same first pin again.
+	EXPECT_NE(reason.find("the case left "), std::string::npos) << reason;
+	EXPECT_GE(c["pin_balance"]["kept"].get<int>(), 1) << c.dump(2);
+	for (const char *id : {"A", "B", "fork/child-writes-private"}) {
+		const auto &other = case_by_id(doc, id);
+		EXPECT_EQ(other["verdict"], "pass") << id << ": " << other.value("reason", "");
+		EXPECT_EQ(other["pin_balance"]["kept"], 0) << id << ": " << other.dump(2);
+	}
+}

@@ -137,7 +137,8 @@ run_matrix() {
   return "$rc"
 }
 
-export PINMATRIX_MODULE=$module_ko PINMATRIX_MODULES=$modules
+# Nothing but the run pins pages here: its pin balance decides (cases/pin_balance.hpp).
+export PINMATRIX_MODULE=$module_ko PINMATRIX_MODULES=$modules PINMATRIX_QUIET_MACHINE=1
 start_rxe
 case $job_mode in
   ssh) serve_ssh ;;
