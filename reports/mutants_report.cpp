@@ -35,7 +35,8 @@ int mutant_of(const std::string &append)
 // What the cases of one (kernel, boot, mutant) did.
 struct cell {
 	size_t pass = 0, skip = 0;
-	std::vector<std::string> caught;	// failed or ended in error
+	std::vector<std::string> caught;	// failed (a known bug's XFAIL too)
+	std::vector<std::string> errored;	// ERROR: decided nothing, catches nothing
 };
 
 using where = std::pair<std::string, std::string>;	// kernel name, boot
@@ -57,6 +58,8 @@ tally tally_of(const json &doc)
 			x.pass++;
 		else if (c.result == verdict::skip)
 			x.skip++;
+		else if (c.result == verdict::error)
+			x.errored.push_back(c.id);
 		else
 			x.caught.push_back(c.id);
 	}
@@ -83,18 +86,23 @@ bool print_places(const tally &t, int n, std::ostream &out)
 			continue;
 		}
 		const cell &x = it->second.at(w);
+		// An ERROR decided nothing: it neither catches a mutant nor
+		// leaves the kernel as it was clean, and is said apart.
+		const std::string errors =
+			x.errored.empty() ? "" : "; ERROR, which decides nothing: " + joined(x.errored);
 		const bool decided = x.pass || !x.caught.empty();
 		if (!decided) {
-			out << "DECIDED NOTHING (" << x.skip << " skipped)\n";
+			out << "DECIDED NOTHING (" << x.skip << " skipped" << errors << ")\n";
 			good = false;
 		} else if (n == 0) {
-			out << (x.caught.empty() ? "clean (" + std::to_string(x.pass) + " passed)"
-						 : "FAILED on the kernel as it was: " + joined(x.caught))
+			out << (!x.caught.empty()  ? "FAILED on the kernel as it was: " + joined(x.caught) + errors
+				: !x.errored.empty() ? "NOT CLEAN (" + std::to_string(x.pass) + " passed" + errors + ")"
+						     : "clean (" + std::to_string(x.pass) + " passed)")
 			    << '\n';
-			good = good && x.caught.empty();
+			good = good && x.caught.empty() && x.errored.empty();
 		} else {
-			out << (x.caught.empty() ? "NOT CAUGHT (" + std::to_string(x.pass) + " passed)"
-						 : "caught by " + joined(x.caught))
+			out << (x.caught.empty() ? "NOT CAUGHT (" + std::to_string(x.pass) + " passed" + errors + ")"
+						 : "caught by " + joined(x.caught) + errors)
 			    << '\n';
 			good = good && !x.caught.empty();
 		}

@@ -122,6 +122,30 @@ TEST(ReportMutants, NamesFromTheFileReachTheTerminalWithoutControlCharacters)
 	EXPECT_EQ(text.find("\nants"), std::string::npos) << text;
 }
 
+// An ERROR decided nothing: a mutant that only ERRORs is not caught, and
+// an ERROR on the kernel as it was is a finding (it is not clean).
+TEST(ReportMutants, AnErrorCatchesNothing)
+{
+	json doc = caught_everywhere();
+	set_verdict(doc, "B", "cma", 2, "error");
+	std::string text;
+	EXPECT_EQ(table(doc, text), 1) << text;
+	EXPECT_NE(text.find("mutants-6.1 cma: NOT CAUGHT (1 passed; ERROR, which decides nothing: B)"),
+		  std::string::npos)
+		<< text;
+	doc = caught_everywhere();
+	set_verdict(doc, "A", "movable", 0, "error");
+	EXPECT_EQ(table(doc, text), 1) << text;
+	EXPECT_NE(text.find("mutants-6.1 movable: NOT CLEAN (1 passed; ERROR, which decides nothing: A)"), std::string::npos)
+		<< text;
+	EXPECT_NE(text.find("findings: the kernel as it was"), std::string::npos) << text;
+	// Beside a FAIL that caught it, an ERROR is said, and the mutant is caught.
+	doc = caught_everywhere();
+	set_verdict(doc, "A", "cma", 2, "error");
+	EXPECT_EQ(table(doc, text), 0) << text;
+	EXPECT_NE(text.find("caught by B; ERROR, which decides nothing: A"), std::string::npos) << text;
+}
+
 TEST(ReportMutants, ARunWithNoCaseIsNothingRan)
 {
 	std::string text;
