@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,6 +80,9 @@ void say_line(const std::string &line)
 
 // QEMU, started by us and killed only by its PID. QEMU writes its PID to
 // pid_file (-pidfile) for whoever must find it; the file goes when it ends.
+// It never outlives the thread that started it: the destructor kills it,
+// and where no destructor runs (pinmatrix killed by SIGTERM, SIGINT or
+// SIGKILL), the kernel does (PR_SET_PDEATHSIG).
 class qemu_process {
 public:
 	qemu_process(const std::vector<std::string> &argv, const fs::path &log, fs::path pid_file)
@@ -87,10 +91,14 @@ public:
 		unique_fd logfd(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
 		if (!logfd)
 			throw last_sys_error("open " + log.string());
+		const pid_t parent = getpid();
 		pid_ = fork();
 		if (pid_ < 0)
 			throw last_sys_error("fork");
 		if (pid_ == 0) {
+			// The parent may have died before the death signal was set.
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+				_exit(127);
 			int null = ::open("/dev/null", O_RDONLY);
 			dup2(null, STDIN_FILENO);
 			dup2(logfd.get(), STDOUT_FILENO);

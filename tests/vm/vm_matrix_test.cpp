@@ -5,9 +5,11 @@
 // returns (in user space or stuck in the kernel), a guest that never ends,
 // a QEMU killed from outside, a results disk that fills up.
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -1069,5 +1071,62 @@ TEST(VmFaults, APinLeftBehindFailsItsCaseAndNoOther)
 		const auto &other = case_by_id(doc, id);
 		EXPECT_EQ(other["verdict"], "pass") << id << ": " << other.value("reason", "");
 		EXPECT_EQ(other["pin_balance"]["kept"], 0) << id << ": " << other.dump(2);
+	}
+}
+
+namespace {
+
+// Whether a process is gone (or a zombie no one reaped yet).
+bool process_gone(pid_t pid)
+{
+	std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+	std::string line;
+	if (!std::getline(stat, line))
+		return true;
+	const auto paren = line.rfind(')');
+	return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+
+} // namespace
+
+// pinmatrix killed from outside while its guest runs (SIGTERM from a CI
+// job's timeout, SIGKILL from the OOM killer): no destructor runs, and its
+// QEMU must not run on without it (PR_SET_PDEATHSIG). Without that, QEMU
+// ran on, a full guest no one would ever stop.
+TEST(VmFaults, AKilledRunLeavesNoQemuBehind)
+{
+	require_vm();
+	for (int sig : {SIGTERM, SIGKILL}) {
+		auto dir = out_dir(std::string("killed-run-") + sigabbrev_np(sig));
+		const std::string bin = PINMATRIX_BIN;
+		const std::string out = dir.string();
+		const pid_t run = fork();
+		ASSERT_GE(run, 0);
+		if (run == 0) {
+			const int null = ::open("/dev/null", O_WRONLY);
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+			execl(bin.c_str(), bin.c_str(), "vm", "--cases", "B", "--fault", "hang-at=B", "--case-timeout",
+			      "600", "--out", out.c_str(), static_cast<char *>(nullptr));
+			_exit(127);
+		}
+		pid_t qemu = 0;
+		for (int i = 0; i < 1800 && !qemu; i++) {
+			qemu = qemu_pid_of(dir);
+			if (!qemu)
+				std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		}
+		ASSERT_EQ(kill(run, sig), 0);
+		ASSERT_EQ(waitpid(run, nullptr, 0), run);
+		ASSERT_GT(qemu, 0) << "no QEMU pid file within 180 s";
+		bool gone = false;
+		for (int i = 0; i < 100 && !gone; i++) {
+			gone = process_gone(qemu);
+			if (!gone)
+				std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		}
+		EXPECT_TRUE(gone) << sigabbrev_np(sig) << ": QEMU " << qemu << " still runs 10 s after pinmatrix ended";
+		if (!gone && qemu_pid_of(dir) == qemu)
+			kill(qemu, SIGKILL);	// ours: the test's own run started it
 	}
 }
