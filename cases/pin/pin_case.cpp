@@ -49,6 +49,22 @@ constexpr size_t repeat_chunk_bytes = 1 << 20;
 
 constexpr auto pin_release_grace = std::chrono::seconds(2);
 
+// The page once every pin of the case is released. A pinner may let go a
+// moment after its release returns (io_uring frees a buffer once its last
+// request is gone): a pin still there after pin_release_grace is one that
+// outlived its release.
+template <typename read_state>
+page_state once_released(read_state &state)
+{
+	const auto until = std::chrono::steady_clock::now() + pin_release_grace;
+	page_state s = state();
+	while (s.maybe_dma_pinned && std::chrono::steady_clock::now() < until) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		s = state();
+	}
+	return s;
+}
+
 } // namespace
 
 page_wish pin_page_wish(placement where)
@@ -109,18 +125,7 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	const auto areas = read_cma_areas();
 	auto state = [&] { return describe(tools.probe.probe_page(page.addr()), areas); };
 	obs.before = state();
-	// A pinner may let go a moment after its release returns (io_uring
-	// frees a buffer once its last request is gone): a pin still there
-	// after pin_release_grace is one that outlived its release.
-	auto state_once_released = [&] {
-		const auto until = std::chrono::steady_clock::now() + pin_release_grace;
-		page_state s = state();
-		while (s.maybe_dma_pinned && std::chrono::steady_clock::now() < until) {
-			std::this_thread::sleep_for(std::chrono::milliseconds(20));
-			s = state();
-		}
-		return s;
-	};
+	auto state_once_released = [&] { return once_released(state); };
 	const bool restricted = obs.before.longterm_pinnable == false;
 
 	first_pin_holder first;
