@@ -28,7 +28,7 @@ struct run_options {
 	// "ordinary" (only the ordinary cases).
 	std::string placement = "auto";
 	// Who takes the pins (cases/pin/plan.hpp): --first-pin module | io_uring |
-	// cuda | hip, --second-pin ibv_reg_mr | io_uring.
+	// cuda | hip, --second-pin ibv_reg_mr | io_uring | vfio-type1.
 	pin_sources pins;
 	// Fault injection, to prove that faults end as ERROR verdicts:
 	// "panic-at=ID" panics the kernel as case ID starts (sysrq 'c'),

@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -119,6 +121,21 @@ std::optional<std::string> reap_within(pid_t pid, int &status, std::chrono::mill
 		std::this_thread::sleep_for(std::chrono::milliseconds(5));
 	}
 	return read_task_state(pid).where();
+}
+
+std::string module_state(const std::string &name, const std::string &dir)
+{
+	std::string sysfs_name = name;
+	std::replace(sysfs_name.begin(), sysfs_name.end(), '-', '_');
+	if (std::filesystem::exists("/sys/module/" + sysfs_name))
+		return "loaded";
+	utsname u{};
+	uname(&u);
+	const auto base = std::filesystem::path("/lib/modules") / u.release / "kernel" / dir;
+	for (const char *ext : {".ko", ".ko.xz", ".ko.zst", ".ko.gz"})
+		if (std::filesystem::exists(base / (name + ext)))
+			return "not loaded";
+	return "not built";
 }
 
 } // namespace pinmatrix

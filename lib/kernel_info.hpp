@@ -35,6 +35,11 @@ task_state read_task_state(pid_t pid);
 // uninterruptibly outlives its SIGKILL for as long as that sleep lasts.
 std::optional<std::string> reap_within(pid_t pid, int &status, std::chrono::milliseconds bound);
 
+// What a kernel module is on the running kernel: "loaded" (or built in:
+// /sys/module/NAME), "not loaded" (its file is under
+// /lib/modules/RELEASE/kernel/DIR), or "not built".
+std::string module_state(const std::string &name, const std::string &dir);
+
 // /proc/vmstat counters by name (nr_foll_pin_acquired, ...).
 std::map<std::string, uint64_t> read_vmstat();
 

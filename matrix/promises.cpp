@@ -107,7 +107,8 @@ const std::vector<promise> pin_promises = {
 	{"pin/stranded-pin-withholds-memory", pin, "seed 1, sections 3 and 4",
 	 "\"CMA can reclaim the range only while its temporary occupants remain movable.\"; \"One immovable 4 KiB "
 	 "page can spoil an otherwise free 1 GiB candidate.\" (the give-back check of each case)",
-	 {"A", "B", "C", "movable-mlock", "cma-mlock", "movable-gup-ref", "cma-gup-ref", "pinner/udmabuf"}},
+	 {"A", "B", "C", "movable-mlock", "cma-mlock", "movable-gup-ref", "cma-gup-ref", "pinner/udmabuf",
+	  "pinner/vdpa-sim", "pinner/vfio-type1"}},
 	{"pin/no-success-in-place", pin, "seed 1, section 10; kernel rule 1aaf8c122918",
 	 "\"The long-term GUP path cannot leave it there. It collects the unpinnable/movable page, drops the "
 	 "temporary pin it took while inspecting the range, and attempts synchronous migration\"",
@@ -120,7 +121,8 @@ const std::vector<promise> pin_promises = {
 	{"pin/refusal-returns", pin, "kernel rule (1aaf8c122918's infinite loop, reverted by 517f496e1e61)",
 	 "a long-term pin whose migration fails returns its error: it does not retry forever (a case that does not "
 	 "finish is an ERROR)",
-	 {"B", "movable-gup-ref", "cma-gup-ref", "race/reg-mr-same-buffer", "race/mixed-same-buffer"}},
+	 {"B", "movable-gup-ref", "cma-gup-ref", "race/reg-mr-same-buffer", "race/mixed-same-buffer",
+	  "pinner/cma-heap"}},
 	{"pin/every-gup-path", pin, "kernel rule (GUP-fast's folio_is_longterm_pinnable())",
 	 "GUP-fast refuses to pin long-term a page that may not stay where it is and leaves it to the slow path, "
 	 "which moves it first; each rule holds on both paths (a backing row's -slow-path twin reaches the slow "
@@ -154,7 +156,7 @@ const std::vector<promise> pin_promises = {
 	{"pin/every-pinner", pin, "seed 1, sections 18 and 19",
 	 "\"A page must pass its strongest lifetime and placement contract before any subsystem makes it "
 	 "immovable.\"; \"Who pinned it? Through which API? ... Was FOLL_LONGTERM declared?\"",
-	 {"pinner/udmabuf", "pinner/iommufd-mock", "pinner/vdpa-sim", "pinner/vfio-type1"}},
+	 {"pinner/udmabuf", "pinner/iommufd-mock", "pinner/vdpa-sim", "pinner/vfio-type1", "pinner/cma-heap"}},
 	{"pin/odp-owns-invalidation", pin, "seed 1, section 18",
 	 "\"Which device translation depends on it? Who owns invalidation?\": an on-demand-paging MR pins "
 	 "nothing, and the device's accesses follow the page wherever it moves",

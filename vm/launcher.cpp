@@ -33,6 +33,7 @@
 #include "kernels.hpp"
 #include "ktap.hpp"
 #include "matrix_file.hpp"
+#include "pinner_suite.hpp"
 #include "qmp.hpp"
 #include "plan.hpp"
 #include "report_input.hpp"
@@ -402,6 +403,28 @@ std::string shell_array(const std::vector<std::string> &argv)
 std::vector<plan_entry> group_plan(const std::vector<std::unique_ptr<suite>> &suites, const group_spec &g);
 suite_options group_suite_options(const group_spec &g);
 
+// What the guest must have for its plan (matrix mode only: a command or a
+// managed node runs no plan): the backing suite's scratch disk, the vDPA
+// simulator, and QEMU's intel-iommu with the edu device for VFIO type1
+// (pinner/vfio-type1, or --second-pin vfio-type1).
+struct guest_needs {
+	bool disk_dir = false;
+	bool vdpa_sim = false;
+	bool vfio_edu = false;
+};
+
+guest_needs needs_of(const group_spec &g)
+{
+	guest_needs n;
+	if (!g.guest_cmd.empty() || g.ssh_port)
+		return n;
+	const auto plan = group_plan(make_suites(group_suite_options(g)), g);
+	n.disk_dir = plan_needs_disk_dir(plan);
+	n.vdpa_sim = plan_has_pinner(plan, "pinner/vdpa-sim");
+	n.vfio_edu = plan_has_pinner(plan, "pinner/vfio-type1") || g.pins.second_pin == "vfio-type1";
+	return n;
+}
+
 // What vm/guest/job.sh runs, as the shell assignments it sources: the
 // matrix (`pinmatrix run`, then the benchmarks with --bench), a command
 // (--guest-cmd), or a managed node's sshd (--ssh-port).
@@ -409,6 +432,7 @@ std::string guest_job_env(const group_spec &g, const fs::path &modules)
 {
 	const fs::path ko = modules / "pinmatrix" / "pinmatrix.ko";
 	const char *mode = g.ssh_port ? "ssh" : !g.guest_cmd.empty() ? "command" : "matrix";
+	const guest_needs needs = needs_of(g);
 	std::ostringstream env;
 	env << "# Written by pinmatrix vm: what vm/guest/job.sh runs in the guest.\n"
 	    << "job_mode=" << mode << "\n"
@@ -416,8 +440,9 @@ std::string guest_job_env(const group_spec &g, const fs::path &modules)
 	    << "module_ko=" << shell_quote(ko.string()) << "\n"
 	    << "ualink_sim_ko=" << shell_quote((modules / "ualink_sim" / "ualink_sim.ko").string()) << "\n"
 	    << "load_test_modules=" << (g.pins.without_module() ? 0 : 1) << "\n"
-	    << "disk_dir=" << (plan_needs_disk_dir(group_plan(make_suites(group_suite_options(g)), g)) ? 1 : 0)
-	    << "\n"
+	    << "disk_dir=" << needs.disk_dir << "\n"
+	    << "vdpa_sim=" << needs.vdpa_sim << "\n"
+	    << "vfio_edu=" << needs.vfio_edu << "\n"
 	    << "guest_cmd=" << shell_quote(g.guest_cmd) << "\n"
 	    << "ssh_key=" << shell_quote(g.ssh_key.string()) << "\n"
 	    << "ssh_port=" << g.ssh_port << "\n"
@@ -524,12 +549,16 @@ std::string boot_append(const group_spec &g)
 // +rdrand) on kernels built without RANDOM_TRUST_CPU (the suite's own, from
 // tinyconfig): else getrandom() answers EAGAIN for seconds, and
 // mkfs.ext4 of the scratch disk took 4.1 s instead of 0.2 s.
+// intel_iommu=on iommu=pt, with QEMU's intel-iommu (VFIO type1): IOMMU
+// groups, and every device but the one vfio-pci takes in an identity domain
+// (the 9p shares' virtio devices use no DMA API anyway).
 std::string guest_cmdline(const fs::path &kernel_dir, const group_spec &g)
 {
 	return "console=ttyS0 panic=-1 quiet cryptomgr.notests sysrq_always_enabled secretmem.enable=1 "
-	       "rcupdate.rcu_cpu_stall_timeout=300 watchdog_thresh=60 random.trust_cpu=on pinmatrix.kdir=" +
-	       kernel_dir.string() +
-	       " pinmatrix.stage2=" + (data_dir() / "vm/guest/stage2").string() + " " + boot_append(g);
+	       "rcupdate.rcu_cpu_stall_timeout=300 watchdog_thresh=60 random.trust_cpu=on " +
+	       std::string(needs_of(g).vfio_edu ? "intel_iommu=on iommu=pt " : "") + "pinmatrix.kdir=" +
+	       kernel_dir.string() + " pinmatrix.stage2=" + (data_dir() / "vm/guest/stage2").string() + " " +
+	       boot_append(g);
 }
 
 // The kernel's dir before it is prepared: an image's own, else a cache dir
@@ -655,9 +684,15 @@ std::vector<std::string> qemu_argv(const group_spec &g, const prepared_guest &p,
 		"-pidfile", (g.out / "qemu.pid").string(),
 		"-kernel", p.kernel.image.string(), "-initrd", p.initrd.string(),
 		"-append", cmdline,
+	};
+	// The IOMMU before the PCI devices it translates for; edu: a device
+	// with a DMA engine for vfio-pci (lib/vfio_type1_pin.hpp).
+	if (needs_of(g).vfio_edu)
+		argv.insert(argv.end(), {"-device", "intel-iommu,intremap=off", "-device", "edu"});
+	argv.insert(argv.end(), {
 		"-virtfs", "local,path=/,mount_tag=hostroot,readonly=on,security_model=none,multidevs=remap",
 		"-virtfs", "local,path=" + (g.out / "guest").string() + ",mount_tag=results,security_model=none",
-	};
+	});
 	if (fs::exists(qboot))
 		argv.insert(argv.begin() + 1, {"-bios", qboot});
 	argv.insert(argv.end(), {"-qmp", qmp.qemu_arg()});

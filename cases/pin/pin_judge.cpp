@@ -101,6 +101,16 @@ void judge_placements(const expectation &e, const observation &obs, std::vector<
 			      hex(obs.before.pfn));
 }
 
+// How the second pin's readback is named in a reason.
+std::string readback_label(const std::string &method)
+{
+	if (method == "io_uring-read-fixed")
+		return "READ_FIXED readback: ";
+	if (method == "vfio-edu-dma")
+		return "edu DMA readback: ";
+	return "RDMA WRITE readback: ";
+}
+
 // A registration that succeeded: its page out of restricted memory, and
 // device and CPU agreeing on its content.
 void judge_registered(const observation &obs, std::vector<std::string> &why)
@@ -112,8 +122,7 @@ void judge_registered(const observation &obs, std::vector<std::string> &why)
 		why.push_back("registered page: long-term pinnable unknown (its pageblock's migratetype "
 			      "cannot be read on this kernel)");
 	if (obs.rdma_write_readback != true)
-		why.push_back((obs.readback_method == "io_uring-read-fixed" ? "READ_FIXED readback: "
-									    : "RDMA WRITE readback: ") +
+		why.push_back(readback_label(obs.readback_method) +
 			      (obs.rdma_detail.empty() ? std::string("not done") : obs.rdma_detail));
 }
 

@@ -39,7 +39,7 @@ std::vector<case_def> build(placement restricted, const pin_sources &o)
 
 const std::vector<std::string_view> &second_pins()
 {
-	static const std::vector<std::string_view> names = {"ibv_reg_mr", "io_uring"};
+	static const std::vector<std::string_view> names = {"ibv_reg_mr", "io_uring", "vfio-type1"};
 	return names;
 }
 

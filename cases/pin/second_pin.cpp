@@ -11,6 +11,7 @@
 #include "mapping.hpp"
 #include "sys_error.hpp"
 #include "verbs.hpp"
+#include "vfio_type1_pin.hpp"
 
 namespace pinmatrix {
 
@@ -116,6 +117,35 @@ private:
 	io_uring_buffer buf_;
 };
 
+// VFIO type1: the page mapped for the device bound to vfio-pci; the edu
+// device's DMA is the readback.
+class vfio_second_pin final : public second_pinner {
+public:
+	vfio_second_pin() : vfio_(vfio_type1_pin::open()) {}
+	std::string name() const override { return "vfio-type1"; }
+	std::string device() const override { return vfio_.device(); }
+	const char *readback_method() const override { return "vfio-edu-dma"; }
+
+	second_pin_result take(void *addr, size_t length) override
+	{
+		second_pin_result r;
+		r.err = vfio_.map(addr, length, iova, &r.latency_ns);
+		return r;
+	}
+
+	void readback(void *addr, size_t length, uint64_t seed, std::optional<bool> &same,
+		      std::string &detail) override
+	{
+		vfio_.device_write(addr, length, seed, same, detail);
+	}
+
+	void release() override { vfio_.unmap(); }
+
+private:
+	static constexpr uint64_t iova = 0x200000;	// below edu's 28-bit DMA mask
+	vfio_type1_pin vfio_;
+};
+
 } // namespace
 
 std::unique_ptr<second_pinner> open_second_pinner(const std::string &name, const std::string &device)
@@ -124,7 +154,9 @@ std::unique_ptr<second_pinner> open_second_pinner(const std::string &name, const
 		return std::make_unique<ibv_second_pin>(device);
 	if (name == "io_uring")
 		return std::make_unique<io_uring_second_pin>();
-	throw usage_error("--second-pin '" + name + "': expected ibv_reg_mr or io_uring");
+	if (name == "vfio-type1")
+		return std::make_unique<vfio_second_pin>();
+	throw usage_error("--second-pin '" + name + "': expected ibv_reg_mr, io_uring or vfio-type1");
 }
 
 } // namespace pinmatrix

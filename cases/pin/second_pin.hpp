@@ -8,6 +8,9 @@
 //   io_uring    IORING_REGISTER_BUFFERS -> pin_user_pages(FOLL_LONGTERM), no
 //               device, no module; checked by a READ_FIXED the kernel does
 //               through the fixed buffer, read back by the CPU
+//   vfio-type1  VFIO_IOMMU_MAP_DMA -> pin_user_pages_remote(FOLL_LONGTERM),
+//               for a device bound to vfio-pci; checked by the DMA of QEMU's
+//               edu device through the IOMMU, read back by the CPU
 
 #include <cstddef>
 #include <cstdint>
@@ -25,8 +28,8 @@ struct second_pin_result {
 class second_pinner {
 public:
 	virtual ~second_pinner() = default;
-	virtual std::string name() const = 0;	// "ibv_reg_mr" | "io_uring"
-	virtual std::string device() const = 0;	// "rxe0", "mlx5_0"; "" for io_uring
+	virtual std::string name() const = 0;	// "ibv_reg_mr" | "io_uring" | "vfio-type1"
+	virtual std::string device() const = 0;	// "rxe0", "mlx5_0", a PCI address; "" for io_uring
 	virtual const char *readback_method() const = 0;
 	// Takes the pin on [addr, addr + length) and holds it (replacing the
 	// one held) until release().

@@ -1,27 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0
-// The bodies of cases/pinner/: udmabuf and an on-demand-paging MR for real;
-// iommufd's mock domain, the vDPA simulator and VFIO type1 detected only,
-// each a SKIP with what is missing (no kernel here has them).
+// The bodies of cases/pinner/: udmabuf, an on-demand-paging MR, vhost-vdpa
+// and VFIO type1 for real; iommufd's mock domain detected only, a SKIP with
+// what is missing.
 
 #include <fcntl.h>
+#include <linux/dma-heap.h>
 #include <linux/udmabuf.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/utsname.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <utility>
 
 #include "byte_pattern.hpp"
+#include "child_process.hpp"
 #include "give_back.hpp"
+#include "kernel_info.hpp"
 #include "odp_data_path.hpp"
 #include "pinner_cases.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
 #include "verbs.hpp"
+#include "vfio_type1_pin.hpp"
+#include "vhost_vdpa_pin.hpp"
 
 namespace pinmatrix::pinner_cases {
 
@@ -85,23 +93,6 @@ std::optional<size_t> find_memfd_page(int fd, const mapping &map, const page_pro
 			  off_t(opt.find_budget_bytes - *at - ps));
 	}
 	return at;
-}
-
-// What a kernel module is here: loaded (or built in: /sys/module/NAME),
-// a module file not loaded, or not built for this kernel at all.
-std::string module_state(const std::string &name, const std::string &dir)
-{
-	std::string sysfs_name = name;
-	std::replace(sysfs_name.begin(), sysfs_name.end(), '-', '_');
-	if (fs::exists("/sys/module/" + sysfs_name))
-		return "loaded";
-	utsname u{};
-	uname(&u);
-	const fs::path base = fs::path("/lib/modules") / u.release / "kernel" / dir;
-	for (const char *ext : {".ko", ".ko.xz", ".ko.zst", ".ko.gz"})
-		if (fs::exists(base / (name + ext)))
-			return "not loaded";
-	return "not built";
 }
 
 std::string udmabuf_missing()
@@ -286,32 +277,208 @@ json run_rxe_odp(const pinner_case &c, const page_prober &probe, const body_opti
 	no_body(c, "iommufd's self-test answers IOMMU_TEST_CMD");
 }
 
-[[noreturn]] void detect_vdpa_sim(const pinner_case &c)
+// A pinner that maps user memory for a device (vhost-vdpa, VFIO type1): a
+// page of restricted memory mapped at an IOVA and held, where the page is
+// then, the device's write through the mapping where the pinner has a
+// device that writes, and the give-back with the mapping held and released.
+struct device_mapper {
+	std::string device;
+	std::function<int(void *, size_t, int64_t *)> map;
+	std::function<void()> unmap;
+	// With the mapping held: {"same": bool or null, "detail": ...}; empty
+	// where the pinner's device cannot write.
+	std::function<json(void *)> device_write;
+};
+
+json run_device_mapper(const pinner_case &c, const page_prober &probe, const body_options &opt,
+		       const device_mapper &m)
 {
-	for (const auto &e : fs::directory_iterator("/dev"))
-		if (e.path().filename().string().starts_with("vhost-vdpa-"))
-			no_body(c, e.path().string() + " exists");
-	const std::string state = module_state("vdpa_sim", "drivers/vdpa/vdpa_sim");
-	if (state == "not built")
-		throw unmet_need("no vDPA simulator (CONFIG_VDPA_SIM not set: no vdpa_sim module for this kernel)");
-	throw unmet_need("no /dev/vhost-vdpa-* (vdpa_sim " + state +
-			 "; needs vdpa_sim_net, vhost_vdpa and `vdpa dev add`)");
+	placement_pressure fill = fill_for_finding(opt);
+	auto found = find_page(probe, {opt.restricted, memory_can_go_back}, opt.find_budget_bytes);
+	if (!found)
+		no_page_found(opt.restricted, opt.find_budget_bytes, "page");
+	const auto before = found->page;
+	json o = {{"pinner", c.pinner}, {"device", m.device}, {"probe", probe.probe_name()},
+		  {"placement", name(opt.restricted)}, {"scanned_bytes", found->scanned_bytes},
+		  {"before", page_json(probe, before)}};
+	int64_t latency_ns = 0;
+	const int err = m.map(found->map.data(), page_size(), &latency_ns);
+	o["errno"] = err;
+	o["latency_ns"] = latency_ns;
+	o["after"] = page_json(probe, probe.probe_page(found->map.addr()));
+	o["pressure_bytes"] = fill.bytes;
+	fill = {};
+	if (err)
+		return o;
+	if (m.device_write)
+		o["pin_device_write"] = m.device_write(found->map.data());
+	const std::string where(name(opt.restricted));
+	o["give_back"]["with_pin_held"] = give_back_json(give_back_memory(before.pfn, where, held_patience(c, opt)));
+	m.unmap();
+	o["give_back"]["released"] = give_back_json(give_back_memory(before.pfn, where, expecting_return));
+	return o;
 }
 
-[[noreturn]] void detect_vfio_type1(const pinner_case &c)
+// An IOVA for the device: page-aligned, below edu's 28-bit DMA mask.
+constexpr uint64_t pinned_iova = 0x200000;
+
+json run_vdpa_sim(const pinner_case &c, const page_prober &probe, const body_options &opt)
 {
-	const fs::path groups = "/sys/kernel/iommu_groups";
-	if (!fs::exists(groups) || fs::is_empty(groups))
-		throw unmet_need("no IOMMU group (/sys/kernel/iommu_groups is empty: no IOMMU here; a QEMU guest "
-				 "needs a virtual IOMMU such as -device intel-iommu), so VFIO type1 has nothing to map "
-				 "through");
-	const fs::path bound = "/sys/bus/pci/drivers/vfio-pci";
-	if (fs::exists(bound))
-		for (const auto &e : fs::directory_iterator(bound))
-			if (e.path().filename().string().find(':') != std::string::npos)
-				no_body(c, e.path().filename().string() + " is bound to vfio-pci");
-	throw unmet_need("no device bound to vfio-pci (vfio-pci " + module_state("vfio-pci", "drivers/vfio/pci") +
-			 "; IOMMU groups exist)");
+	vhost_vdpa_pin vdpa = vhost_vdpa_pin::open();
+	return run_device_mapper(c, probe, opt,
+				 {vdpa.device(),
+				  [&](void *addr, size_t n, int64_t *ns) { return vdpa.map(addr, n, pinned_iova, ns); },
+				  [&] { vdpa.unmap(); },
+				  {}});
+}
+
+json run_vfio_type1(const pinner_case &c, const page_prober &probe, const body_options &opt)
+{
+	vfio_type1_pin vfio = vfio_type1_pin::open();
+	const auto write = [&](void *addr) {
+		std::optional<bool> same;
+		std::string detail;
+		vfio.device_write(addr, page_size() / 2, std::random_device{}(), same, detail);
+		return json{{"same", same ? json(*same) : json(nullptr)}, {"detail", detail}};
+	};
+	return run_device_mapper(c, probe, opt,
+				 {vfio.device(),
+				  [&](void *addr, size_t n, int64_t *ns) { return vfio.map(addr, n, pinned_iova, ns); },
+				  [&] { vfio.unmap(); },
+				  write});
+}
+
+// The CMA heap: /dev/dma_heap/<name> of the default CMA area ("reserved",
+// from cma= or CONFIG_CMA_SIZE_MBYTES), the first heap that is not "system".
+fs::path find_cma_heap()
+{
+	const fs::path dir = "/dev/dma_heap";
+	if (!fs::exists(dir))
+		throw unmet_need("no /dev/dma_heap: no dma-buf heap on this kernel (a CMA heap needs "
+				 "CONFIG_DMABUF_HEAPS_CMA and a default CMA area: cma= or CONFIG_CMA_SIZE_MBYTES)");
+	std::optional<fs::path> found;
+	for (const auto &e : fs::directory_iterator(dir))
+		if (e.path().filename() != "system" && (!found || e.path() < *found))
+			found = e.path();
+	if (!found)
+		throw unmet_need("no CMA dma-heap in /dev/dma_heap (CONFIG_DMABUF_HEAPS_CMA, and a default CMA area: "
+				 "cma= or CONFIG_CMA_SIZE_MBYTES)");
+	return *found;
+}
+
+// The CMA heap's buffer registered in a child process of its own (verbs
+// across a fork is not supported, so it opens the device itself): first
+// through the dma-buf importer (ibv_reg_dmabuf_mr: no user pages pinned),
+// then ibv_reg_mr on the mapping, which has `bound` to return: one the
+// kernel retries without end is then where it was, and killed.
+struct bounded_registration {
+	int dmabuf_err = 0;		// ibv_reg_dmabuf_mr's errno, 0 registered
+	bool returned = false;		// ibv_reg_mr's
+	int err = 0;
+	int64_t latency_ns = 0;
+	std::string at_bound;		// the task at the bound, when it had not returned
+	bool ended_after_kill = false;
+};
+
+struct registration_message {
+	int err;
+	int64_t latency_ns;
+	char unmet[512];
+};
+
+// One message from the child within the bound, or nullopt.
+std::optional<registration_message> message_within(int fd, std::chrono::seconds bound)
+{
+	pollfd p{fd, POLLIN, 0};
+	registration_message m{};
+	if (poll(&p, 1, int(std::chrono::milliseconds(bound).count())) == 1 &&
+	    ::read(fd, &m, sizeof(m)) == sizeof(m)) {
+		if (m.unmet[0])
+			throw unmet_need(m.unmet);
+		return m;
+	}
+	return std::nullopt;
+}
+
+bounded_registration register_heap_buffer(const std::string &device, int dmabuf, void *addr, size_t length,
+					  std::chrono::seconds bound)
+{
+	auto [pid, rd] = fork_piped([&](int to_parent) {
+		auto send = [&](const registration_message &m) {
+			if (::write(to_parent, &m, sizeof(m)) != sizeof(m))
+				_exit(1);
+		};
+		std::optional<verbs_device> dev;
+		try {
+			dev.emplace(verbs_device::open(device));
+		} catch (const std::exception &e) {
+			registration_message m{};
+			std::snprintf(m.unmet, sizeof(m.unmet), "%s", e.what());
+			send(m);
+			return;
+		}
+		ibv_mr *mr = ibv_reg_dmabuf_mr(dev->pd(), 0, length, 0, dmabuf, registration_access);
+		send({mr ? 0 : errno, 0, {}});
+		if (mr)
+			ibv_dereg_mr(mr);
+		const registration reg = register_memory(*dev, addr, length);
+		send({reg.err, reg.latency_ns, {}});
+	});
+	bounded_registration b;
+	int status = 0;
+	const auto dmabuf_mr = message_within(rd.get(), bound);
+	b.dmabuf_err = dmabuf_mr ? dmabuf_mr->err : ETIMEDOUT;
+	if (const auto mr = dmabuf_mr ? message_within(rd.get(), bound) : std::nullopt) {
+		reap_within(pid, status, std::chrono::seconds(10));
+		b.returned = true;
+		b.err = mr->err;
+		b.latency_ns = mr->latency_ns;
+		return b;
+	}
+	b.at_bound = read_task_state(pid).where();
+	kill(pid, SIGKILL);
+	b.ended_after_kill = !reap_within(pid, status, std::chrono::seconds(5));
+	return b;
+}
+
+std::string device_name(const body_options &opt)
+{
+	return opt.device.empty() ? std::string("the RDMA device") : opt.device;
+}
+
+json run_cma_heap(const pinner_case &c, const page_prober &probe, const body_options &opt)
+{
+	const fs::path heap = find_cma_heap();
+	unique_fd heap_fd(open(heap.c_str(), O_RDWR | O_CLOEXEC));
+	if (!heap_fd)
+		throw last_sys_error("open " + heap.string());
+	dma_heap_allocation_data alloc{};
+	alloc.len = page_size();
+	alloc.fd_flags = O_RDWR | O_CLOEXEC;
+	if (ioctl(heap_fd.get(), DMA_HEAP_IOCTL_ALLOC, &alloc))
+		throw unmet_need("DMA_HEAP_IOCTL_ALLOC of a page from " + heap.string() + ": " + errno_text(errno));
+	unique_fd buf(int(alloc.fd));
+	const mapping map = mapping::map(page_size(), PROT_READ | PROT_WRITE, MAP_SHARED, buf.get());
+	std::fill(map.data(), map.data() + page_size(), std::byte{0x5a});
+	json o = {{"pinner", c.pinner}, {"heap", heap.string()}, {"probe", probe.probe_name()},
+		  {"before", page_json(probe, probe.probe_page(map.addr()))}};
+	const auto reg = register_heap_buffer(opt.device, buf.get(), map.data(), page_size(), opt.pin_bound);
+	o["dmabuf_mr"] = {{"errno", reg.dmabuf_err},
+			  {"detail", reg.dmabuf_err == EOPNOTSUPP ? device_name(opt) + " has no dma-buf MRs (EOPNOTSUPP)"
+				     : reg.dmabuf_err ? "ibv_reg_dmabuf_mr " + errno_name(reg.dmabuf_err)
+						      : "registered through the dma-buf importer (no user page pinned)"}};
+	o["returned"] = reg.returned;
+	o["bound_s"] = opt.pin_bound.count();
+	if (reg.returned) {
+		o["errno"] = reg.err;
+		o["latency_ns"] = reg.latency_ns;
+	} else {
+		o["errno"] = nullptr;
+		o["at_bound"] = reg.at_bound;
+		o["ended_after_kill"] = reg.ended_after_kill;
+	}
+	o["after"] = page_json(probe, probe.probe_page(map.addr()));
+	return o;
 }
 
 } // namespace
@@ -326,9 +493,11 @@ json run_case(const pinner_case &c, const page_prober &probe, const body_options
 	case pinner_kind::iommufd_mock:
 		detect_iommufd_mock(c);
 	case pinner_kind::vdpa_sim:
-		detect_vdpa_sim(c);
+		return {{"observation", run_vdpa_sim(c, probe, opt)}};
 	case pinner_kind::vfio_type1:
-		detect_vfio_type1(c);
+		return {{"observation", run_vfio_type1(c, probe, opt)}};
+	case pinner_kind::cma_heap:
+		return {{"observation", run_cma_heap(c, probe, opt)}};
 	}
 	throw std::logic_error("pinner case of no kind: " + c.id());
 }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "suite.hpp"
+#include "sys_error.hpp"
 
 namespace pinmatrix::pinner_cases {
 
@@ -45,19 +46,36 @@ const std::vector<pinner_case> table = {
 	 "would map a restricted page into an IOAS attached to the mock domain: drivers/iommu/iommufd/pages.c: "
 	 "pfn_reader_user_pin() pins with FOLL_LONGTERM, so the page must leave restricted memory"},
 	{"vdpa-sim",
-	 "SKIP only: the vDPA simulator (CONFIG_VDPA_SIM) is in no kernel here",
+	 "a page in restricted memory mapped for the vDPA network simulator through vhost-vdpa "
+	 "(VHOST_IOTLB_UPDATE, a device that maps by physical address) and held: the page has left restricted "
+	 "memory, and its memory can be given back with the mapping held",
 	 "VHOST_IOTLB_UPDATE on /dev/vhost-vdpa-N",
 	 pinner_kind::vdpa_sim,
-	 {},
-	 "would map a restricted page through vhost-vdpa on vdpa_sim: drivers/vhost/vdpa.c: vhost_vdpa_pa_map() pins "
-	 "with FOLL_LONGTERM, so the page must leave restricted memory"},
+	 {{{any_first, any_last}, page_fate::moved,
+	   "drivers/vhost/vdpa.c: vhost_vdpa_pa_map() -> pin_user_pages(FOLL_LONGTERM) -> "
+	   "check_and_migrate_movable_pages()"}},
+	 ""},
 	{"vfio-type1",
-	 "SKIP only: needs a device bound to vfio-pci in an IOMMU group (the guest has no IOMMU)",
+	 "a page in restricted memory mapped for a device bound to vfio-pci (VFIO_IOMMU_MAP_DMA, type1; in the "
+	 "guest QEMU's edu device behind intel-iommu) and held: the page has left restricted memory, the device's "
+	 "DMA through the mapping lands where the CPU reads, and the memory can be given back with it held",
 	 "VFIO_IOMMU_MAP_DMA (type1)",
 	 pinner_kind::vfio_type1,
-	 {},
-	 "would VFIO_IOMMU_MAP_DMA a restricted page: drivers/vfio/vfio_iommu_type1.c: vaddr_get_pfns() -> "
-	 "pin_user_pages_remote(FOLL_LONGTERM), so the page must leave restricted memory"},
+	 {{{any_first, any_last}, page_fate::moved,
+	   "drivers/vfio/vfio_iommu_type1.c: vaddr_get_pfns() -> pin_user_pages_remote(FOLL_LONGTERM) -> "
+	   "check_and_migrate_movable_pages()"}},
+	 ""},
+	{"cma-heap",
+	 "ibv_reg_mr on a page of a CMA dma-heap buffer (/dev/dma_heap/<the CMA area>, mapped): a page in "
+	 "MIGRATE_CMA that no migration can move (cma_alloc()ed, on no LRU). The long-term pin must end: refused "
+	 "with an errno, or held in place; a registration that does not return is the kernel retrying without end",
+	 "ibv_reg_mr on a CMA dma-heap mapping",
+	 pinner_kind::cma_heap,
+	 {{{any_first, any_last}, page_fate::never_movable,
+	   "mm/gup.c: __gup_longterm_locked() retries while check_and_migrate_movable_pages() returns -EAGAIN; "
+	   "a folio it cannot isolate from the LRU is in no migration list, and an empty list is -EAGAIN again "
+	   "(drivers/dma-buf/heaps/cma_heap.c: cma_heap_vm_fault() hands out its cma_alloc()ed pages)"}},
+	 ""},
 };
 
 std::string versions_text(const version_range &r)
@@ -83,6 +101,9 @@ std::string fate_summary(page_fate f, const std::string &versions)
 	case page_fate::stays_no_pin:
 		return "registered with no pin: the page stays in restricted memory (no migration) and its memory "
 		       "can be given back with the registration held";
+	case page_fate::never_movable:
+		return "the registration returns: refused with an errno, or registered with the page in place (it "
+		       "cannot move); never a retry without end";
 	}
 	return "";
 }
@@ -98,6 +119,8 @@ const char *name(page_fate f)
 		return "stays (known gap)";
 	case page_fate::stays_no_pin:
 		return "stays (no pin)";
+	case page_fate::never_movable:
+		return "never movable";
 	}
 	return "?";
 }
@@ -125,7 +148,9 @@ expectation expectation_for(const pinner_case &c, const std::optional<kernel_ver
 	e.versions = versions_text(row->versions);
 	e.source = row->source;
 	e.summary = fate_summary(row->fate, e.versions);
-	e.given_back_while_held = row->fate != page_fate::stays_gap;
+	// A heap's page is its heap's, pinned or not: no give-back to ask.
+	if (row->fate != page_fate::never_movable)
+		e.given_back_while_held = row->fate != page_fate::stays_gap;
 	return e;
 }
 
@@ -253,6 +278,22 @@ void judge_data_path(const json &o, case_record &r)
 	}
 }
 
+// A device that writes through the pin (VFIO's edu): its DMA must land
+// where the CPU reads the page, which has moved. No device write is a note.
+void judge_pin_device_write(const json &o, case_record &r)
+{
+	if (!o.contains("pin_device_write"))
+		return;
+	const auto &w = o["pin_device_write"];
+	const std::string detail = w.value("detail", std::string("?"));
+	if (w.value("same", json()) == json(false)) {
+		r.outcome = verdict::fail;
+		r.add_reason("the device's write through the pin: " + detail);
+	} else if (!w.value("same", json()).is_boolean()) {
+		r.add_reason(detail);
+	}
+}
+
 void judge_page(const expectation &e, const json &o, case_record &r)
 {
 	const std::string restricted = o.value("placement", std::string("restricted"));
@@ -284,7 +325,37 @@ void judge_page(const expectation &e, const json &o, case_record &r)
 		judge_device_writes(o, r);
 		judge_data_path(o, r);
 		break;
+	case page_fate::never_movable:	// judge_never_movable()
+		break;
 	}
+}
+
+// A page no migration can move: the registration must have returned,
+// either way; one still in the kernel at the bound is the retry without end.
+// The same buffer as a dma-buf MR (no user page pinned) is a note.
+void judge_never_movable(const pinner_case &c, const json &o, case_record &r)
+{
+	const std::string before = o.at("before").value("placement", std::string("?"));
+	const std::string after = o.at("after").value("placement", std::string("?"));
+	const std::string pinner(c.pinner);
+	if (before != "cma") {
+		r.undecided("the heap's page", "it is in " + before + " memory, not in a MIGRATE_CMA pageblock");
+	} else if (!o.value("returned", false)) {
+		r.outcome = verdict::fail;
+		r.add_reason(pinner + " did not return in " + std::to_string(o.value("bound_s", 0)) + " s (" +
+			     o.value("at_bound", std::string("?")) + "; " +
+			     (o.value("ended_after_kill", false) ? "it ended at SIGKILL" : "it outlived its SIGKILL") +
+			     "): the long-term pin retries without end on a page no migration can move");
+		(*r.observed)["summary"] = pinner + " never returned; page " + before;
+	} else {
+		const int err = o.value("errno", 0);
+		r.add_reason(err ? "refused with " + errno_name(err)
+				 : "registered with the page in place (" + after + ")");
+		(*r.observed)["summary"] = pinner + (err ? " " + errno_name(err) : std::string(" ok")) + "; page " +
+					   before + " -> " + after;
+	}
+	if (o.contains("dmabuf_mr"))
+		r.add_reason("the buffer as a dma-buf MR: " + o["dmabuf_mr"].value("detail", std::string("?")));
 }
 
 } // namespace
@@ -299,6 +370,10 @@ case_record judge_case(const pinner_case &c, const std::optional<kernel_version>
 		r.add_reason("a case without a body returned an observation");
 		return r;
 	}
+	if (e.fate == page_fate::never_movable) {
+		judge_never_movable(c, observation, r);
+		return r;
+	}
 	if (const int err = observation.at("errno"); err) {
 		r.outcome = verdict::fail;
 		r.add_reason(std::string(c.pinner) + " failed with errno " + std::to_string(err) + " (expected it to " +
@@ -306,6 +381,7 @@ case_record judge_case(const pinner_case &c, const std::optional<kernel_version>
 		return r;
 	}
 	judge_page(e, observation, r);
+	judge_pin_device_write(observation, r);
 	judge_give_back(e, observation, r);
 	const std::string before = observation.at("before").value("placement", std::string("?"));
 	const std::string after = observation.at("after").value("placement", std::string("?"));

@@ -9,10 +9,13 @@
 // (FOLL_LONGTERM-like: the page leaves restricted memory first) from 6.11
 // and took plain page references (shmem_read_mapping_page(): the page
 // stays) before; an on-demand-paging MR pins nothing (the page stays and
-// can be given back). iommufd's mock domain, the vDPA simulator and VFIO
-// type1 run on no kernel here: documented SKIPs with their reasons.
+// can be given back). The vDPA simulator (vhost-vdpa) and VFIO type1 (QEMU's
+// edu device behind intel-iommu) map the page for a device with a long-term
+// pin: the page moves first. iommufd's mock domain runs on no kernel here:
+// a documented SKIP with its reason.
 // Table, body and judge, as the other suites.
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +34,10 @@ enum class page_fate {
 	moved,		// a long-term pin: the page leaves restricted memory before it is held
 	stays_gap,	// plain page references: the page stays (a known gap of those kernels)
 	stays_no_pin,	// no pin at all (on-demand paging): the page stays and can be given back
+	// A page no migration can move (a CMA heap's: cma_alloc()ed, on no
+	// LRU): the pin must end, refused with an errno or held in place; a
+	// retry without end is the bug.
+	never_movable,
 };
 const char *name(page_fate f);
 
@@ -41,7 +48,7 @@ struct version_expectation {
 	const char *source;	// where the kernel does it (file: function)
 };
 
-enum class pinner_kind { udmabuf, rxe_odp, iommufd_mock, vdpa_sim, vfio_type1 };
+enum class pinner_kind { udmabuf, rxe_odp, iommufd_mock, vdpa_sim, vfio_type1, cma_heap };
 
 struct pinner_case {
 	const char *name;
@@ -78,6 +85,9 @@ struct body_options {
 	size_t find_budget_bytes = 256 << 20;
 	// The kernel the body runs on: how patiently it asks for memory back.
 	std::optional<kernel_version> kernel;
+	// How long a pin that must end may take before it is taken for a
+	// retry without end (pinner/cma-heap).
+	std::chrono::seconds pin_bound{10};
 };
 
 // The body, in the case's process: {"observation": {...}}. Throws

@@ -67,4 +67,12 @@ std::unique_ptr<suite> make_pinner_suite(const suite_options &opt)
 	return std::make_unique<pinner_suite>(opt);
 }
 
+bool plan_has_pinner(const std::vector<plan_entry> &plan, const std::string &id)
+{
+	for (const auto &e : plan)
+		if (e.c.id == id)
+			return true;
+	return false;
+}
+
 } // namespace pinmatrix

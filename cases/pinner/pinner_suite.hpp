@@ -2,16 +2,21 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "suite.hpp"
 
 namespace pinmatrix {
 
 // Every long-term pinner that runs here (cases/pinner/pinner_cases.hpp):
-// udmabuf and an on-demand-paging MR on a page of restricted memory, judged
-// by kernel version; iommufd's mock domain, the vDPA simulator and VFIO
-// type1 SKIP with what is missing. Pages are read through the test module,
-// or under --no-module through pagemap.
+// udmabuf, an on-demand-paging MR, vhost-vdpa and VFIO type1 on a page of
+// restricted memory, judged by kernel version; iommufd's mock domain SKIPs
+// with what is missing. Pages are read through the test module, or under
+// --no-module through pagemap.
 std::unique_ptr<suite> make_pinner_suite(const suite_options &opt);
+// Whether the plan runs the case id ("pinner/vfio-type1"): the guest then
+// gets the device it needs (vm/launcher.cpp).
+bool plan_has_pinner(const std::vector<plan_entry> &plan, const std::string &id);
 
 } // namespace pinmatrix

@@ -182,27 +182,6 @@ std::optional<std::string> read_all(int fd, int timeout_s)
 
 } // namespace
 
-piped_child fork_piped(const std::function<void(int to_parent)> &body)
-{
-	int fds[2];
-	if (pipe2(fds, O_CLOEXEC))
-		throw last_sys_error("pipe2");
-	unique_fd rd(fds[0]), wr(fds[1]);
-	const pid_t pid = fork();
-	if (pid < 0)
-		throw last_sys_error("fork");
-	if (pid == 0) {
-		rd.reset();
-		try {
-			body(wr.get());
-		} catch (...) {
-			_exit(2);
-		}
-		_exit(0);
-	}
-	return {pid, std::move(rd)};
-}
-
 json in_child_process(const std::function<json()> &body, int timeout_s)
 {
 	auto [pid, rd] = fork_piped([&](int fd) { send_result(body, fd); });

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "child_process.hpp"
 #include "ualink_cases.hpp"
 #include "ualink_device.hpp"
 
@@ -66,15 +67,6 @@ nlohmann::json counts(const drm_ualink_sim_pod_stats &s);
 nlohmann::json settled_counts(const accel &a, const nlohmann::json &want);
 // The kernel's alarm lines (kernel_log.hpp) in its log now; the first in *first.
 int kernel_alarms(std::string *first = nullptr);
-
-// A child process that runs body(fd), fd the write end of a pipe, and then
-// _exit(0) (_exit(2) should it throw); the parent gets its pid and the
-// read end. Throws sys_error when it cannot fork.
-struct piped_child {
-	pid_t pid;
-	unique_fd from_child;
-};
-piped_child fork_piped(const std::function<void(int to_parent)> &body);
 
 // body() in a child process of its own (another process, another uid):
 // what it returned. std::runtime_error when it threw, died or took longer

@@ -6,7 +6,7 @@ question a case asks of it:
 
 - a case it skips must be one of MAY_SKIP, each for a reason no Kconfig
   option of 6.1 removes; a skip for a missing option (no ext4 for the file
-  rows, no SECRETMEM, no UDMABUF) fails;
+  rows, no SECRETMEM, no UDMABUF, no vDPA simulator, no VFIO) fails;
 - every give-back check (can the memory go back?) has an answer: an
   unknown there (offlining without MEMORY_HOTREMOVE is EINVAL) fails;
 - a memory block that would not go offline is proved refused by the
@@ -30,8 +30,7 @@ MAY_SKIP = {
                                              "boot the page cache is in ZONE_MOVABLE (the ordinary boot gives it)",
     "pinner/rxe-odp": "rxe has no on-demand paging before 7.x (drivers/infiniband/sw/rxe/rxe_odp.c)",
     "pinner/iommufd-mock": "iommufd is 6.2 on; the suite detects its mock domain, it has no body for it",
-    "pinner/vdpa-sim": "the suite detects the vDPA simulator, it has no body for it",
-    "pinner/vfio-type1": "needs a virtual IOMMU in the guest; the suite has no body for it",
+    "pinner/cma-heap": "needs a CMA area for its heap: the cma boot (the movable boot has none)",
 }
 
 

@@ -8,9 +8,11 @@
 // with udmabuf and registers an on-demand MR on rxe with no pin: the page
 // stays and its block goes offline with the MR held (its rxe misplaces the
 // device's writes through such an MR: the case FAILs on that alone, which
-// this test allows, by name). iommufd's mock
-// domain, the vDPA simulator and VFIO type1 SKIP on all three (not in
-// Debian's kernels, no IOMMU in the guest).
+// this test allows, by name). VFIO type1 runs on all three: the guest gets
+// QEMU's intel-iommu and edu device, the page leaves ZONE_MOVABLE and edu's
+// DMA through the mapping lands where the CPU reads. iommufd's mock domain,
+// the vDPA simulator and the CMA heap SKIP on all three (not in Debian's
+// kernels; no CMA area).
 
 #include <algorithm>
 #include <map>
@@ -58,7 +60,7 @@ TEST_P(VmPinner, OutcomeByKernelVersion)
 		pinmatrix::test::run_guest("pinner-" + kernel, "--kernel debian:" + kernel + " --boot movable --cases pinner")
 			.doc;
 	ASSERT_TRUE(doc.is_object());
-	ASSERT_EQ(doc["cases"].size(), 5u);
+	ASSERT_EQ(doc["cases"].size(), 6u);
 	auto cases = by_id(doc);
 	const json &udmabuf = cases["pinner/udmabuf"];
 	if (GetParam().udmabuf_runs) {
@@ -105,8 +107,17 @@ TEST_P(VmPinner, OutcomeByKernelVersion)
 		expect_skip(odp, "has no on-demand paging");
 	}
 	expect_skip(cases["pinner/iommufd-mock"], "CONFIG_IOMMUFD");
-	expect_skip(cases["pinner/vdpa-sim"], "no vDPA simulator");
-	expect_skip(cases["pinner/vfio-type1"], "no IOMMU group");
+	expect_skip(cases["pinner/vdpa-sim"], "no vDPA simulator (CONFIG_VDPA_SIM_NET not set");
+	expect_skip(cases["pinner/cma-heap"], "dma_heap");
+	const json &vfio = cases["pinner/vfio-type1"];
+	EXPECT_EQ(vfio["verdict"], "pass") << vfio.value("reason", "");
+	const auto &o = vfio["observed"];
+	ASSERT_TRUE(o.is_object()) << vfio.value("reason", "");
+	EXPECT_EQ(o["before"]["placement"], "movable");
+	EXPECT_NE(o["after"]["placement"], "movable");
+	EXPECT_EQ(o["after"]["maybe_dma_pinned"], true);
+	EXPECT_EQ(o["pin_device_write"]["same"], true) << o["pin_device_write"].dump();
+	EXPECT_EQ(o["give_back"]["with_pin_held"]["given_back"], true) << o["give_back"].dump();
 }
 
 std::string kernel_name(const ::testing::TestParamInfo<kernel_case> &info)
@@ -121,3 +132,30 @@ INSTANTIATE_TEST_SUITE_P(StockKernels, VmPinner,
 			 ::testing::Values(kernel_case{"6.1", false, false}, kernel_case{"6.12+deb12", true, false},
 					   kernel_case{"7.2", true, true}),
 			 kernel_name);
+
+// The pin matrix's seed cases with VFIO type1 as the second pin
+// (--second-pin vfio-type1): A's page moves at VFIO_IOMMU_MAP_DMA, B's
+// first pin strands it (ENOMEM), C's long-term first pin moved it already;
+// every mapping that succeeds is checked by edu's DMA through the IOMMU.
+TEST(VmVfioSecondPin, SeedCasesWithVfioType1AsTheSecondPin)
+{
+	PINMATRIX_REQUIRE_GUEST();
+	const json doc = pinmatrix::test::run_guest("vfio-second-pin", "--kernel debian:6.1 --boot movable "
+								   "--second-pin vfio-type1 --cases A,B,C,D")
+				 .doc;
+	ASSERT_TRUE(doc.is_object());
+	auto cases = by_id(doc);
+	ASSERT_EQ(cases.size(), 4u);
+	for (const auto &[id, c] : cases) {
+		EXPECT_EQ(c["verdict"], "pass") << id << ": " << c.value("reason", "");
+		EXPECT_EQ(c["second_pin"], "vfio-type1") << id;
+	}
+	EXPECT_EQ(cases["B"]["observed"]["errno"], 12);
+	EXPECT_EQ(cases["B"]["observed"]["recovery"]["errno"], 0);
+	for (const char *id : {"A", "C", "D"}) {
+		EXPECT_EQ(cases[id]["observed"]["errno"], 0) << id;
+		EXPECT_EQ(cases[id]["observed"]["readback_method"], "vfio-edu-dma") << id;
+		EXPECT_EQ(cases[id]["observed"]["rdma_write_readback"], true) << id;
+	}
+	EXPECT_TRUE(cases["A"]["observed"]["migrated_by_registration"].get<bool>());
+}

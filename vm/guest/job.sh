@@ -9,6 +9,8 @@
 #   ualink_sim_ko   the UALink reference model (matrix mode)
 #   load_test_modules  0 under --no-module: no out-of-tree module is loaded
 #   disk_dir        1 when the plan has a case on a disk file (cases/backing/)
+#   vdpa_sim        1 when the plan has pinner/vdpa-sim
+#   vfio_edu        1 when the plan maps through VFIO type1 (QEMU's edu device)
 #   run_argv=(...)  `pinmatrix run ...` (matrix mode)
 #   bench_argv=(...) pinmatrix_bench after the cases, or empty (matrix mode)
 #   guest_cmd       a shell command (command and ssh modes)
@@ -93,6 +95,34 @@ prepare_disk_dir() {
     echo 'pinmatrix-job: no ext4 scratch filesystem: the file backing cases will SKIP'
 }
 
+# The vDPA network simulator behind vhost-vdpa (pinner/vdpa-sim): mapping by
+# physical address, which pins (use_va=0, where vdpa_sim has the parameter;
+# 6.1's always does), one device added with iproute2's vdpa tool.
+prepare_vdpa_sim() {
+  local params=()
+  modinfo -F parm vdpa_sim 2> /dev/null | grep -q '^use_va:' && params=(use_va=0)
+  if modprobe vdpa_sim "${params[@]}" && modprobe vdpa_sim_net && modprobe vhost_vdpa &&
+     vdpa dev add mgmtdev vdpasim_net name pm-vdpa0; then
+    echo 'pinmatrix-job: vDPA simulator pm-vdpa0 ready'
+  else
+    echo 'pinmatrix-job: no vDPA simulator: pinner/vdpa-sim will SKIP'
+  fi
+}
+
+# QEMU's edu device (PCI 1234:11e8, behind intel-iommu) bound to vfio-pci for
+# VFIO type1 (pinner/vfio-type1, --second-pin vfio-type1). The guest's IOMMU
+# remaps no interrupts (intremap=off; our kernel has no IRQ_REMAP), which
+# type1 refuses unless told: nothing here uses the device's interrupts.
+prepare_vfio_edu() {
+  if modprobe vfio_iommu_type1 allow_unsafe_interrupts=1 && modprobe vfio-pci &&
+     echo 1234 11e8 > /sys/bus/pci/drivers/vfio-pci/new_id &&
+     ls /dev/vfio/[0-9]* > /dev/null 2>&1; then
+    echo 'pinmatrix-job: edu bound to vfio-pci'
+  else
+    echo 'pinmatrix-job: edu not bound to vfio-pci: VFIO type1 cases will SKIP'
+  fi
+}
+
 # The user's --guest-cmd, as a shell runs it (without this script's set -u).
 run_guest_cmd() {
   set +u
@@ -124,6 +154,12 @@ run_matrix() {
   fi
   if ((disk_dir)); then
     prepare_disk_dir
+  fi
+  if ((vdpa_sim)); then
+    prepare_vdpa_sim
+  fi
+  if ((vfio_edu)); then
+    prepare_vfio_edu
   fi
   mark runner-start
   "${run_argv[@]}"
