@@ -2,6 +2,7 @@
 #include "first_pin.hpp"
 
 #include "gpu_pin.hpp"
+#include "held_direct_write.hpp"
 #include "io_uring_pin.hpp"
 #include "mapping.hpp"
 #include "unique_fd.hpp"
@@ -40,6 +41,9 @@ const std::vector<first_pin_traits> table = {
 	// out-of-tree module: vmsplice() into a pipe nobody reads.
 	{first_pin::vmsplice, "vmsplice", "vmsplice (FOLL_GET, pipe held)", true, false,
 	 "pipe buffer holding a GUP reference: page object stays alive", "stock"},
+	{first_pin::direct_write, "direct-write", "O_DIRECT write (bio held)", true, false,
+	 "a direct write deferred by a suspended device-mapper target: its bio holds the page (FOLL_GET "
+	 "before 6.5, FOLL_PIN from 6.5) until the target resumes", "stock"},
 	{first_pin::cuda_register, "cuda-register", "cuMemHostRegister", true, false,
 	 "CUDA driver host pin: FOLL_PIN (R535) or FOLL_PIN|LONGTERM (R555), observed", "cuda", true},
 	{first_pin::cudart_register, "cudart-register", "cudaHostRegister", true, false,
@@ -208,6 +212,13 @@ int first_pin_holder::try_take(first_pin kind, const pin_module *module, void *a
 		ret = try_vmsplice(addr, length, h.other_);
 		h.pinner_ = "vmsplice into a pipe nobody reads (stock kernel)";
 		break;
+	case first_pin::direct_write: {
+		std::shared_ptr<held_direct_write> write;
+		ret = held_direct_write::take(addr, length, write, h.detail_);
+		h.other_ = write;
+		h.pinner_ = "an O_DIRECT write held by a suspended device-mapper target (stock kernel)";
+		break;
+	}
 	case first_pin::io_uring: {
 		auto buf = std::make_shared<io_uring_buffer>();
 		ret = io_uring_buffer::try_register(addr, length, *buf);

@@ -20,6 +20,7 @@ enum class first_pin {
 	none, mlock, gup_ref, foll_pin, foll_pin_longterm,
 	io_uring,		// IORING_REGISTER_BUFFERS (lib/io_uring_pin.hpp)
 	vmsplice,		// a pipe that is not drained holds a GUP reference
+	direct_write,		// an O_DIRECT write held by a suspended target (lib/held_direct_write.hpp)
 	cuda_register,		// cuMemHostRegister (lib/gpu_pin.hpp)
 	cudart_register,	// cudaHostRegister
 	cudart_host_alloc,	// cudaHostAlloc: the driver allocates the page

@@ -58,14 +58,17 @@ const std::vector<pin_row> table = {
 	{"cuda",     "",  ordinary,   foll_pin_longterm, false, yes,      true,  ok,          every},
 
 	// --no-module: what the stock kernel offers a node that loads no
-	// out-of-tree module (Secure Boot). B and D: a pipe's GUP reference.
+	// out-of-tree module (Secure Boot). B and D: a pipe's GUP reference;
+	// the short-term pin of I/O: an O_DIRECT write held in the kernel.
 	{"stock",    "A", restricted, none,              true,  no,       false, migrate_ok, every},
 	{"stock",    "B", restricted, vmsplice,          true,  no,       true,  enomem,     every},
 	{"stock",    "C", restricted, io_uring,          true,  yes,      true,  ok_no_move, every},
 	{"stock",    "",  restricted, mlock,             true,  no,       false, migrate_ok, every},
+	{"stock",    "",  restricted, direct_write,      true,  no,       true,  enomem,     every},
 	{"stock",    "D", ordinary,   vmsplice,          false, no,       true,  ok,         every},
 	{"stock",    "",  ordinary,   none,              false, no,       false, ok,         every},
 	{"stock",    "",  ordinary,   mlock,             false, no,       false, ok,         every},
+	{"stock",    "",  ordinary,   direct_write,      false, no,       true,  ok,         every},
 	{"stock",    "",  ordinary,   io_uring,          false, yes,      true,  ok,         every},
 
 	{"hip",      "A", restricted, none,              true,  no,       false, migrate_ok,  every},

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // `pinmatrix vm --no-module` on Debian's stock 6.12: cases A-D with no
 // out-of-tree module at all (a Secure Boot node): B's first pin is a pipe's
-// GUP reference (vmsplice), C's io_uring's long-term pin, every page read
+// GUP reference (vmsplice), C's io_uring's long-term pin, the rungs of an
+// O_DIRECT write held by a suspended device-mapper target, every page read
 // through /proc/self/pagemap.
 
 #include <unistd.h>
@@ -80,4 +81,22 @@ TEST_F(VmNoModule, AVmsplicedPageBlocksTheLongTermPinUntilThePipeGoes)
 	EXPECT_EQ(o["give_back"]["with_pins_held"]["given_back"], false) << o["give_back"].dump();
 	EXPECT_EQ(o["give_back"]["first_pin_released"]["given_back"], true) << o["give_back"].dump();
 	EXPECT_NE(case_by_id(doc_, "A")["observed"]["page"]["after_registration"]["zone"], "Movable");
+}
+
+// The short-term pin of I/O with no module: an O_DIRECT write deferred by a
+// suspended device-mapper target holds its page (FOLL_PIN on 6.12), so the
+// registration of a page in ZONE_MOVABLE is refused (ENOMEM) and succeeds
+// once the target resumes; an ordinary page registers with it held.
+TEST_F(VmNoModule, ADirectWriteHeldInTheKernelStrandsThePage)
+{
+	const auto &held = case_by_id(doc_, "movable-direct-write");
+	EXPECT_EQ(held["verdict"], "pass") << held.value("reason", "");
+	EXPECT_EQ(held["first_pin"], "direct-write");
+	EXPECT_EQ(held["observed"]["errno"], 12);
+	EXPECT_EQ(held["observed"]["content_intact"], true);
+	EXPECT_EQ(held["observed"]["recovery"]["errno"], 0);
+	EXPECT_NE(held["observed"]["first_pinner"].get<std::string>().find("O_DIRECT write"), std::string::npos);
+	const auto &ordinary = case_by_id(doc_, "ordinary-direct-write");
+	EXPECT_EQ(ordinary["verdict"], "pass") << ordinary.value("reason", "");
+	EXPECT_EQ(ordinary["observed"]["errno"], 0);
 }

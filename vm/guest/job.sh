@@ -151,6 +151,9 @@ run_matrix() {
     load_ualink_sim
   else
     echo 'pinmatrix-job: --no-module: no out-of-tree module loaded'
+    # The O_DIRECT first pin's loop device and device-mapper target.
+    modprobe loop && modprobe dm_mod ||
+      echo 'pinmatrix-job: no loop or device-mapper: the direct-write first pin will SKIP'
   fi
   if ((disk_dir)); then
     prepare_disk_dir
