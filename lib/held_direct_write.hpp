@@ -6,8 +6,10 @@
 // holds its pages (iov_iter_get_pages(): a GUP reference, FOLL_GET, before
 // 6.5; iov_iter_extract_pages(): FOLL_PIN from 6.5) while the target defers
 // it, until the target resumes. The target is a linear map of a loop device
-// over a memfd, made and removed through the loop and device-mapper ioctls:
-// nothing outside the process, no out-of-tree module, no dmsetup.
+// over a memfd, made and removed through the loop and device-mapper ioctls
+// (no out-of-tree module, no dmsetup), named pinmatrix-held-write-PID. A
+// process killed while it holds one leaves both behind, and its writer task
+// asleep uninterruptibly until someone resumes the target.
 // A write, not a read: the page's content stays as it was.
 
 #include <sys/types.h>
