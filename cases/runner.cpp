@@ -224,19 +224,28 @@ json kernel_stack(pid_t tid)
 
 // A task asleep in the kernel: its kernel stack and its entry in the dump
 // of blocked tasks (sysrq 'w': "task:COMM state:D stack:N pid:PID ...").
+// A task that wakes now and then inside the kernel (a retry loop that
+// sleeps between passes) can be runnable at one dump and asleep at the
+// next: up to three dumps, 300 ms apart, until one lists it.
 void sleeping_task_evidence(pid_t pid, json &e)
 {
 	e["kernel_stack"] = kernel_stack(pid);
-	const auto log = requested_dump('w', pid);
-	if (!log) {
-		e["task_dump"] = {{"trigger", "sysrq w"}, {"note", "no /dev/kmsg or /proc/sysrq-trigger"}};
-		return;
-	}
 	const std::regex pid_field("(^|\\s)pid:" + std::to_string(pid) + "(\\s|$)");
-	const json lines = dump_block(*log, "task:", pid_field);
-	e["task_dump"] = {{"trigger", "sysrq w: tasks in uninterruptible sleep"}, {"lines", lines}};
+	json lines = json::array();
+	int dumps = 0;
+	for (; dumps < 3 && lines.empty(); dumps++) {
+		if (dumps)
+			std::this_thread::sleep_for(std::chrono::milliseconds(300));
+		const auto log = requested_dump('w', pid);
+		if (!log) {
+			e["task_dump"] = {{"trigger", "sysrq w"}, {"note", "no /dev/kmsg or /proc/sysrq-trigger"}};
+			return;
+		}
+		lines = dump_block(*log, "task:", pid_field);
+	}
+	e["task_dump"] = {{"trigger", "sysrq w: tasks in uninterruptible sleep"}, {"lines", lines}, {"dumps", dumps}};
 	if (lines.empty())
-		e["task_dump"]["note"] = "the task is not in the dump: it was not blocked in the kernel";
+		e["task_dump"]["note"] = "the task is in none of 3 dumps: it was not blocked in the kernel";
 }
 
 // A task running in the kernel (state R: a loop that never sleeps). Its
