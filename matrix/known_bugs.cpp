@@ -30,6 +30,30 @@ constexpr version_range from(int major, int minor, int patch)
 	return {v(major, minor, patch), {}, true};
 }
 
+// A CMA heap's page is on no LRU: nothing can isolate it, and 6.1 retries
+// the long-term pin until the task is killed.
+known_bug cma_heap_longterm_retry()
+{
+	return {"cma-heap-longterm-retry",
+		 "a long-term pin of a CMA dma-heap page never returns: the kernel retries it until the task is "
+		 "killed (state R, 10 s and on)",
+		 "mm/gup.c: __gup_longterm_locked() loops while check_and_migrate_movable_pages() returns -EAGAIN; "
+		 "a MIGRATE_CMA folio on no LRU (drivers/dma-buf/heaps/cma_heap.c hands out cma_alloc()ed pages) "
+		 "cannot be isolated, so no migration list ever holds it and the empty list is -EAGAIN again",
+		 {"pinner/cma-heap"},
+		 // The 6.1.129-6.1.154 window carried 1aaf8c122918, which ended
+		 // the loop by pinning in place (the row's other legal end).
+		 {{v(6, 1, 0), v(6, 1, 128)}, {v(6, 1, 155), v(6, 1, INT_MAX)}},
+		 nullptr,
+		 "unfixed: 1aaf8c122918 (mm: gup: fix infinite loop within __get_longterm_locked) ended the loop by "
+		 "pinning such a folio in place and was reverted by 517f496e1e61 for the race that opened",
+		 "the suite's 6.1.192 (the debug kernel's cma boot)",
+		 "pinmatrix vm --kernel build:debug --boot cma --cases pinner/cma-heap",
+		 true,
+		 {.all = {{"/observed/returned", op::equals, false},
+			  {"/observed/heap", op::starts_with, "/dev/dma_heap/"}}}};
+}
+
 } // namespace
 
 const std::vector<known_bug> &known_bugs()
@@ -95,24 +119,7 @@ const std::vector<known_bug> &known_bugs()
 		 nullptr,
 		 false,
 		 {.all = {{"/observed/errno", op::equals, ENOMEM}}}},
-		{"cma-heap-longterm-retry",
-		 "a long-term pin of a CMA dma-heap page never returns: the kernel retries it until the task is "
-		 "killed (state R, 10 s and on)",
-		 "mm/gup.c: __gup_longterm_locked() loops while check_and_migrate_movable_pages() returns -EAGAIN; "
-		 "a MIGRATE_CMA folio on no LRU (drivers/dma-buf/heaps/cma_heap.c hands out cma_alloc()ed pages) "
-		 "cannot be isolated, so no migration list ever holds it and the empty list is -EAGAIN again",
-		 {"pinner/cma-heap"},
-		 // The 6.1.129-6.1.154 window carried 1aaf8c122918, which ended
-		 // the loop by pinning in place (the row's other legal end).
-		 {{v(6, 1, 0), v(6, 1, 128)}, {v(6, 1, 155), v(6, 1, INT_MAX)}},
-		 nullptr,
-		 "unfixed: 1aaf8c122918 (mm: gup: fix infinite loop within __get_longterm_locked) ended the loop by "
-		 "pinning such a folio in place and was reverted by 517f496e1e61 for the race that opened",
-		 "the suite's 6.1.192 (the debug kernel's cma boot)",
-		 "pinmatrix vm --kernel build:debug --boot cma --cases pinner/cma-heap",
-		 true,
-		 {.all = {{"/observed/returned", op::equals, false},
-			  {"/observed/heap", op::starts_with, "/dev/dma_heap/"}}}},
+		cma_heap_longterm_retry(),
 	};
 	return table;
 }
