@@ -433,6 +433,12 @@ const std::vector<mutant> kernel_mutants = {
 	  "pin/mlock-still-migrates", "pin/reference-blocks-migration"},
 	 {"A", "B", "C", "movable-mlock", "cma-mlock", "movable-gup-ref", "cma-gup-ref", "race/reg-mr-same-buffer",
 	  "race/io-uring-same-buffer", "race/mixed-same-buffer", "race/mlock-batch-reg-mr"}},
+	{"vfio-drops-longterm", mutant_kind::kernel_patch, 0, mutant_kernel, 10,
+	 "VFIO type1 (vaddr_get_pfns()) pins a DMA mapping without FOLL_LONGTERM",
+	 {"pin/every-pinner", "pin/stranded-pin-withholds-memory"}, {"pinner/vfio-type1"}},
+	{"vdpa-drops-longterm", mutant_kind::kernel_patch, 0, mutant_kernel, 11,
+	 "vhost-vdpa (vhost_vdpa_pa_map()) pins an IOTLB update without FOLL_LONGTERM",
+	 {"pin/every-pinner", "pin/stranded-pin-withholds-memory"}, {"pinner/vdpa-sim"}},
 	{"slow-path-pins-dirty-tracked-file", mutant_kind::kernel_patch, 0, mutant_kernel_since_6_5, 8,
 	 "the slow path pins long-term a writable shared file mapping that needs dirty tracking "
 	 "(writable_file_mapping_allowed() always true)",

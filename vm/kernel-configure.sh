@@ -6,6 +6,10 @@
 # drops an option silently when a dependency is missing). vm/kernel-build.sh
 # (Debian's linux-source) and vm/bisect-build.sh (a user's git tree, at
 # each commit of a bisect) run it.
+# A fragment's lines between "# pinmatrix: where the source has PATH" and
+# "# pinmatrix: end" count only where SRC/PATH exists: an option a series
+# does not have yet (IOMMUFD before 6.2) is asked by what the source has,
+# not by a guessed version.
 #
 # Usage: kernel-configure.sh SRC OUT LOG FRAGMENT...
 #   SRC: the source tree; OUT: where .config goes (SRC itself, or an O= dir);
@@ -24,6 +28,34 @@ fragments=("$@")
 o=()
 [[ $(realpath "$out") == "$(realpath "$src")" ]] || o=(O="$out")
 kmake() { make -C "$src" "${o[@]}" "$@" >> "$log" 2>&1 || { tail -n 30 "$log" >&2; die "make $* failed (log: $log)"; }; }
+
+# for_this_source FRAGMENT COPY: the fragment less the blocks this source
+# lacks (each named on stderr).
+for_this_source() {
+  local line need='' keep=1
+  while IFS= read -r line || [[ -n $line ]]; do
+    if [[ $line =~ ^#\ pinmatrix:\ where\ the\ source\ has\ ([A-Za-z0-9_./-]+)$ ]]; then
+      [[ -z $need ]] || die "${1##*/}: a block inside the block for $need"
+      need=${BASH_REMATCH[1]}
+      [[ $need != *..* ]] || die "${1##*/}: '$need' leaves the source tree"
+      keep=1
+      [[ -e $src/$need ]] || { keep=0; say "${1##*/}: not asked: the block for $need (this source has none)"; }
+    elif [[ $line == "# pinmatrix: end" ]]; then
+      [[ -n $need ]] || die "${1##*/}: '# pinmatrix: end' without a block"
+      need='' keep=1
+    elif [[ $keep -eq 1 ]]; then
+      printf '%s\n' "$line"
+    fi
+  done < "$1" > "$2"
+  [[ -z $need ]] || die "${1##*/}: the block for $need has no '# pinmatrix: end'"
+}
+copies=$(mktemp -d "$out/.pinmatrix-fragments.XXXXXX")
+trap 'rm -rf "$copies"' EXIT
+for i in "${!fragments[@]}"; do
+  mkdir "$copies/$i"
+  for_this_source "${fragments[$i]}" "$copies/$i/${fragments[$i]##*/}"
+  fragments[$i]=$copies/$i/${fragments[$i]##*/}
+done
 
 names=$(for f in "${fragments[@]}"; do printf ' + %s' "${f##*/}"; done)
 say "configuring: tinyconfig$names"

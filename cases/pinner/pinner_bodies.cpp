@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-// The bodies of cases/pinner/: udmabuf, an on-demand-paging MR, vhost-vdpa
-// and VFIO type1 for real; iommufd's mock domain detected only, a SKIP with
-// what is missing.
+// The bodies of cases/pinner/: udmabuf, an on-demand-paging MR, vhost-vdpa,
+// VFIO type1, iommufd's mock domain and the CMA heap, each for real; a SKIP
+// with what is missing where the kernel lacks it.
 
 #include <fcntl.h>
 #include <linux/dma-heap.h>
@@ -28,6 +28,7 @@
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
 #include "verbs.hpp"
+#include "iommufd_mock_pin.hpp"
 #include "vfio_type1_pin.hpp"
 #include "vhost_vdpa_pin.hpp"
 
@@ -251,32 +252,6 @@ json run_rxe_odp(const pinner_case &c, const page_prober &probe, const body_opti
 	return o;
 }
 
-[[noreturn]] void no_body(const pinner_case &c, const std::string &what)
-{
-	throw unmet_need(what + ", but pinmatrix has no body for " + c.id() +
-			 " yet (it ran on no kernel here): " + c.skip_only_note);
-}
-
-// iommufd's self-test ioctl (drivers/iommu/iommufd/iommufd_test.h, not a
-// uapi header): IOMMU_TEST_CMD = _IO(';', 0x80 + 32). Without
-// CONFIG_IOMMUFD_TEST its number is past iommufd's table: ENOTTY.
-[[noreturn]] void detect_iommufd_mock(const pinner_case &c)
-{
-	unique_fd fd(open("/dev/iommu", O_RDWR | O_CLOEXEC));
-	if (!fd) {
-		const std::string state = module_state("iommufd", "drivers/iommu/iommufd");
-		throw unmet_need(state == "not built"
-			? "no /dev/iommu: this kernel has no iommufd (CONFIG_IOMMUFD not set), so no self-test mock "
-			  "domain (CONFIG_IOMMUFD_TEST)"
-			: "no /dev/iommu (iommufd " + state + ": " + errno_text(errno) + ")");
-	}
-	uint32_t cmd[16] = {};
-	if (ioctl(fd.get(), _IO(';', 0x80 + 32), cmd) && errno == ENOTTY)
-		throw unmet_need("this kernel has no iommufd self-test mock domain (CONFIG_IOMMUFD_TEST): "
-				 "IOMMU_TEST_CMD answers ENOTTY");
-	no_body(c, "iommufd's self-test answers IOMMU_TEST_CMD");
-}
-
 // A pinner that maps user memory for a device (vhost-vdpa, VFIO type1): a
 // page of restricted memory mapped at an IOVA and held, where the page is
 // then, the device's write through the mapping where the pinner has a
@@ -330,6 +305,30 @@ json run_vdpa_sim(const pinner_case &c, const page_prober &probe, const body_opt
 				  [&](void *addr, size_t n, int64_t *ns) { return vdpa.map(addr, n, pinned_iova, ns); },
 				  [&] { vdpa.unmap(); },
 				  {}});
+}
+
+// iommufd's mock domain has no device that writes; it answers what a device
+// would reach instead: IOMMU_TEST_OP_MD_CHECK_MAP compares its translation
+// of the IOVA with the page the CPU sees.
+json run_iommufd_mock(const pinner_case &c, const page_prober &probe, const body_options &opt)
+{
+	iommufd_mock_pin iommufd = iommufd_mock_pin::open();
+	const auto translation = [&](void *addr) {
+		const int err = iommufd.device_translation_matches(addr, page_size());
+		return json{{"same", err == 0 ? json(true) : err == EINVAL ? json(false) : json(nullptr)},
+			    {"detail", err == 0 ? "the mock domain translates the IOVA to the page the CPU sees"
+				       : err == EINVAL
+					       ? "the mock domain translates the IOVA to another page than the CPU sees "
+						 "(IOMMU_TEST_OP_MD_CHECK_MAP: EINVAL)"
+					       : "IOMMU_TEST_OP_MD_CHECK_MAP decided nothing: " + errno_text(err)}};
+	};
+	return run_device_mapper(c, probe, opt,
+				 {iommufd.device(),
+				  [&](void *addr, size_t n, int64_t *ns) {
+					  return iommufd.map(addr, n, iommufd_mock_pin::first_iova, ns);
+				  },
+				  [&] { iommufd.unmap(); },
+				  translation});
 }
 
 json run_vfio_type1(const pinner_case &c, const page_prober &probe, const body_options &opt)
@@ -491,7 +490,7 @@ json run_case(const pinner_case &c, const page_prober &probe, const body_options
 	case pinner_kind::rxe_odp:
 		return {{"observation", run_rxe_odp(c, probe, opt)}};
 	case pinner_kind::iommufd_mock:
-		detect_iommufd_mock(c);
+		return {{"observation", run_iommufd_mock(c, probe, opt)}};
 	case pinner_kind::vdpa_sim:
 		return {{"observation", run_vdpa_sim(c, probe, opt)}};
 	case pinner_kind::vfio_type1:

@@ -9,10 +9,10 @@
 // (FOLL_LONGTERM-like: the page leaves restricted memory first) from 6.11
 // and took plain page references (shmem_read_mapping_page(): the page
 // stays) before; an on-demand-paging MR pins nothing (the page stays and
-// can be given back). The vDPA simulator (vhost-vdpa) and VFIO type1 (QEMU's
-// edu device behind intel-iommu) map the page for a device with a long-term
-// pin: the page moves first. iommufd's mock domain runs on no kernel here:
-// a documented SKIP with its reason.
+// can be given back). The vDPA simulator (vhost-vdpa), VFIO type1 (QEMU's
+// edu device behind intel-iommu) and iommufd's self-test mock domain (6.2
+// on, CONFIG_IOMMUFD_TEST) map the page for a device with a long-term pin:
+// the page moves first.
 // Table, body and judge, as the other suites.
 
 #include <chrono>
@@ -55,9 +55,7 @@ struct pinner_case {
 	const char *checks;		// for `pinmatrix cases`
 	const char *pinner;		// the call that pins ("UDMABUF_CREATE", "ibv_reg_mr(IBV_ACCESS_ON_DEMAND)")
 	pinner_kind kind;
-	// Empty: no body runs anywhere here; the case is a documented SKIP.
-	std::vector<version_expectation> by_version;
-	const char *skip_only_note;	// for a case without a body: what a body would check
+	std::vector<version_expectation> by_version;	// never empty
 
 	std::string id() const { return std::string("pinner/") + name; }
 };
@@ -69,7 +67,7 @@ const pinner_case &case_by_id(const std::string &id);
 // The row a kernel is judged under. An unknown version (nullopt) gets the
 // newest row: the contract as it stands.
 struct expectation {
-	std::optional<page_fate> fate;	// nullopt: a case without a body
+	page_fate fate = page_fate::moved;
 	std::string summary;
 	std::string versions;		// the row's kernels, "6.11.0 and later"
 	std::string source;

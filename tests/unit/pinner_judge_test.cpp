@@ -239,28 +239,14 @@ TEST(PinnerJudge, TheOdpDataPathIsJudgedByItsControlAndMeetsTheKnownBug)
 	EXPECT_FALSE(undecided.details.contains("known_bug"));
 }
 
-TEST(PinnerJudge, CasesWithoutABodySkipWithTheirReason)
-{
-	const auto &c = case_by_id("pinner/iommufd-mock");
-	EXPECT_TRUE(c.by_version.empty());
-	const auto r = not_run_case(c, k6_12, verdict::skip, "no /dev/iommu (CONFIG_IOMMUFD not set)");
-	EXPECT_EQ(r.outcome, verdict::skip);
-	EXPECT_FALSE(r.observed.has_value());
-	EXPECT_TRUE(r.expected.at("page").is_null());
-	EXPECT_NE(r.expected.at("summary").get<std::string>().find("SKIP only"), std::string::npos);
-	EXPECT_NE(r.expected.at("kernel_source").get<std::string>().find("FOLL_LONGTERM"), std::string::npos);
-	// An observation from one is the runner's error, never a PASS.
-	EXPECT_EQ(judge_case(c, k6_12, observed("ordinary", true)).outcome, verdict::error);
-	EXPECT_EQ(case_table().size(), 6u);
-	EXPECT_EQ(case_table().front().id(), "pinner/udmabuf");
-}
-
-// vhost-vdpa and VFIO type1 pin long-term on every kernel the suite runs:
-// the page must leave restricted memory, and a device that writes through
-// the mapping (VFIO's edu) must write where the CPU reads.
+// vhost-vdpa, VFIO type1 and iommufd's mock domain pin long-term on every
+// kernel the suite runs (iommufd from 6.2): the page must leave restricted
+// memory, and a device that writes through the mapping (VFIO's edu) must
+// write where the CPU reads; the mock domain must translate to that page.
 TEST(PinnerJudge, DeviceMappersMoveThePageOnEveryKernel)
 {
-	for (const char *id : {"pinner/vdpa-sim", "pinner/vfio-type1"}) {
+	EXPECT_EQ(case_table().size(), 6u);
+	for (const char *id : {"pinner/vdpa-sim", "pinner/vfio-type1", "pinner/iommufd-mock"}) {
 		const auto &c = case_by_id(id);
 		for (const auto &k : {k6_1, k6_12}) {
 			EXPECT_EQ(expectation_for(c, k).fate, page_fate::moved) << id;
@@ -276,8 +262,18 @@ TEST(PinnerJudge, DeviceMappersMoveThePageOnEveryKernel)
 	o["pin_device_write"] = {{"same", false}, {"detail", "CPU read differs from what the edu device's DMA wrote"}};
 	const auto misplaced = judge_case(vfio, k6_1, o);
 	EXPECT_EQ(misplaced.outcome, verdict::fail);
-	EXPECT_NE(misplaced.reason.find("the device's write through the pin: CPU read differs"), std::string::npos)
+	EXPECT_NE(misplaced.reason.find("the device's access through the pin: CPU read differs"), std::string::npos)
 		<< misplaced.reason;
+	const auto &iommufd = case_by_id("pinner/iommufd-mock");
+	EXPECT_EQ(expectation_for(iommufd, k6_12).versions, "6.2.0 and later");
+	o["pin_device_write"] = {{"same", false},
+				 {"detail", "the mock domain translates the IOVA to another page than the CPU sees"}};
+	const auto elsewhere = judge_case(iommufd, k6_12, o);
+	EXPECT_EQ(elsewhere.outcome, verdict::fail);
+	EXPECT_NE(elsewhere.reason.find("the device's access through the pin: the mock domain translates the IOVA "
+					"to another page"),
+		  std::string::npos)
+		<< elsewhere.reason;
 	o["pin_device_write"] = {{"same", nullptr}, {"detail", "no device write: 0000:00:03.0 is not QEMU's edu"}};
 	const auto no_write = judge_case(vfio, k6_1, o);
 	EXPECT_EQ(no_write.outcome, verdict::pass);
