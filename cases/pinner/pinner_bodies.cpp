@@ -445,6 +445,33 @@ std::string device_name(const body_options &opt)
 	return opt.device.empty() ? std::string("the RDMA device") : opt.device;
 }
 
+// The pages the heap's CMA area has handed out (debugfs, CMA_DEBUGFS).
+std::optional<uint64_t> cma_area_used(const fs::path &heap)
+{
+	return read_number_file((fs::path("/sys/kernel/debug/cma") / heap.filename() / "used").string());
+}
+
+// The heap's page. Where the heap maps by PFN (VM_PFNMAP: 6.12.118's
+// cma_heap_vm_fault() inserts the PFN, 6.1's hands out the page) neither
+// the module's probe (GUP) nor /proc/self/pagemap (the page walk skips PFN
+// maps) reaches it: the area's own account of the allocation is the
+// evidence then, and the record says so.
+json heap_page_json(const page_prober &probe, uintptr_t addr, const fs::path &heap,
+		    std::optional<uint64_t> used_before, std::optional<uint64_t> used_after)
+{
+	const pinmatrix_page p = probe.probe_page(addr);
+	if (placement_of(p) != "absent")
+		return page_json(probe, p);
+	const bool counted = used_before && used_after && *used_after == *used_before + 1;
+	const auto count = [](std::optional<uint64_t> n) { return n ? std::to_string(*n) : std::string("?"); };
+	return {{"pfn", nullptr},
+		{"placement", counted ? "cma" : "absent"},
+		{"maybe_dma_pinned", nullptr},
+		{"probe", "CMA area " + heap.filename().string() + "'s debugfs used count, " + count(used_before) +
+				  " -> " + count(used_after) + " at the allocation (a PFN mapping, VM_PFNMAP: no probe "
+				  "reaches the page)"}};
+}
+
 json run_cma_heap(const pinner_case &c, const page_prober &probe, const body_options &opt)
 {
 	const fs::path heap = find_cma_heap();
@@ -454,13 +481,15 @@ json run_cma_heap(const pinner_case &c, const page_prober &probe, const body_opt
 	dma_heap_allocation_data alloc{};
 	alloc.len = page_size();
 	alloc.fd_flags = O_RDWR | O_CLOEXEC;
+	const auto used_before = cma_area_used(heap);
 	if (ioctl(heap_fd.get(), DMA_HEAP_IOCTL_ALLOC, &alloc))
 		throw unmet_need("DMA_HEAP_IOCTL_ALLOC of a page from " + heap.string() + ": " + errno_text(errno));
+	const auto used_after = cma_area_used(heap);
 	unique_fd buf(int(alloc.fd));
 	const mapping map = mapping::map(page_size(), PROT_READ | PROT_WRITE, MAP_SHARED, buf.get());
 	std::fill(map.data(), map.data() + page_size(), std::byte{0x5a});
 	json o = {{"pinner", c.pinner}, {"heap", heap.string()}, {"probe", probe.probe_name()},
-		  {"before", page_json(probe, probe.probe_page(map.addr()))}};
+		  {"before", heap_page_json(probe, map.addr(), heap, used_before, used_after)}};
 	const auto reg = register_heap_buffer(opt.device, buf.get(), map.data(), page_size(), opt.pin_bound);
 	o["dmabuf_mr"] = {{"errno", reg.dmabuf_err},
 			  {"detail", reg.dmabuf_err == EOPNOTSUPP ? device_name(opt) + " has no dma-buf MRs (EOPNOTSUPP)"
@@ -476,7 +505,7 @@ json run_cma_heap(const pinner_case &c, const page_prober &probe, const body_opt
 		o["at_bound"] = reg.at_bound;
 		o["ended_after_kill"] = reg.ended_after_kill;
 	}
-	o["after"] = page_json(probe, probe.probe_page(map.addr()));
+	o["after"] = heap_page_json(probe, map.addr(), heap, used_before, used_after);
 	return o;
 }
 

@@ -347,6 +347,8 @@ void judge_never_movable(const pinner_case &c, const json &o, case_record &r)
 		(*r.observed)["summary"] = pinner + (err ? " " + errno_name(err) : std::string(" ok")) + "; page " +
 					   before + " -> " + after;
 	}
+	if (o.at("before").contains("probe"))
+		r.add_reason("the page's placement from the " + o["before"].value("probe", std::string("?")));
 	if (o.contains("dmabuf_mr"))
 		r.add_reason("the buffer as a dma-buf MR: " + o["dmabuf_mr"].value("detail", std::string("?")));
 }

@@ -299,6 +299,20 @@ TEST(PinnerJudge, ACmaHeapPageMustEndItsPin)
 	const auto in_place = judge_case(c, k6_1, o);
 	EXPECT_EQ(in_place.outcome, verdict::pass) << in_place.reason;
 	EXPECT_NE(in_place.reason.find("registered with the page in place"), std::string::npos);
+	// A heap that maps by PFN (VM_PFNMAP): GUP refuses the mapping, and the
+	// page's placement is the CMA area's account of the allocation; without
+	// that account the case decides nothing.
+	json by_pfn = o;
+	by_pfn["before"]["probe"] = "CMA area reserved's debugfs used count, 0 -> 1 at the allocation";
+	by_pfn["errno"] = EFAULT;
+	const auto pfn_mapped = judge_case(c, k6_12, by_pfn);
+	EXPECT_EQ(pfn_mapped.outcome, verdict::pass) << pfn_mapped.reason;
+	EXPECT_NE(pfn_mapped.reason.find("refused with EFAULT (14); the page's placement from the CMA area "
+					 "reserved's debugfs used count, 0 -> 1"),
+		  std::string::npos)
+		<< pfn_mapped.reason;
+	by_pfn["before"]["placement"] = "absent";
+	EXPECT_EQ(judge_case(c, k6_12, by_pfn).outcome, verdict::error);
 	o["returned"] = false;
 	o["errno"] = nullptr;
 	o["at_bound"] = "state R";
