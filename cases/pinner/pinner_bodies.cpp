@@ -22,13 +22,13 @@
 #include "byte_pattern.hpp"
 #include "child_process.hpp"
 #include "give_back.hpp"
+#include "iommufd_mock_pin.hpp"
 #include "kernel_info.hpp"
 #include "odp_data_path.hpp"
 #include "pinner_cases.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
 #include "verbs.hpp"
-#include "iommufd_mock_pin.hpp"
 #include "vfio_type1_pin.hpp"
 #include "vhost_vdpa_pin.hpp"
 
@@ -252,10 +252,11 @@ json run_rxe_odp(const pinner_case &c, const page_prober &probe, const body_opti
 	return o;
 }
 
-// A pinner that maps user memory for a device (vhost-vdpa, VFIO type1): a
-// page of restricted memory mapped at an IOVA and held, where the page is
-// then, the device's write through the mapping where the pinner has a
-// device that writes, and the give-back with the mapping held and released.
+// A pinner that maps user memory for a device (vhost-vdpa, VFIO type1,
+// iommufd): a page of restricted memory mapped at an IOVA and held, where
+// the page is then, the device's access through the mapping where the
+// pinner has a device to ask (edu's DMA, the mock domain's translation),
+// and the give-back with the mapping held and released.
 struct device_mapper {
 	std::string device;
 	std::function<int(void *, size_t, int64_t *)> map;
