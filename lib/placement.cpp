@@ -78,9 +78,6 @@ std::optional<bool> longterm_pinnable(const pinmatrix_page &page)
 	return bool(page.flags & PINMATRIX_PAGE_LONGTERM_PINNABLE);
 }
 
-namespace {
-
-// One /proc/meminfo field ("CmaFree"), in bytes; 0 when absent.
 uint64_t meminfo_bytes(std::string_view field)
 {
 	std::istringstream meminfo(read_text_file("/proc/meminfo"));
@@ -93,6 +90,8 @@ uint64_t meminfo_bytes(std::string_view field)
 	}
 	return 0;
 }
+
+namespace {
 
 bool has_cma()
 {

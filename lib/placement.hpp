@@ -69,6 +69,9 @@ std::string placement_of(const pinmatrix_page &page);
 // or there is no page.
 std::optional<bool> longterm_pinnable(const pinmatrix_page &page);
 
+// One /proc/meminfo field ("MemAvailable", "CmaFree"), in bytes; 0 when absent.
+uint64_t meminfo_bytes(std::string_view field);
+
 struct found_page {
 	mapping map;		// exactly one page
 	pinmatrix_page page;	// as probed when found

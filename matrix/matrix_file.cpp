@@ -51,18 +51,19 @@ public:
 				fail(node, "[[run]] must be a table");
 			if (run->contains("placements"))
 				fail(*run, "[[run]]: 'placements' is now 'boots' (as pinmatrix vm --boot)");
-			only_keys(*run, {"kernel", "boots", "cases", "append"}, "[[run]]");
+			only_keys(*run, {"kernel", "boots", "cases", "append", "memory"}, "[[run]]");
 			const std::string kname = string_at(*run, "kernel");
 			if (!kernels_.count(kname))
 				fail(*run, "kernel '" + kname + "' is not defined under [kernels]");
 			const std::string append = run->contains("append") ? append_at(*run) : "";
+			const unsigned memory = run->contains("memory") ? memory_at(*run) : 0;
 			for (const auto &boot : strings_at(*run, "boots", true)) {
 				checked(*run, [&] { find_boot_placement(boot); });
 				if (!seen.insert({kname, boot, append}).second)
 					fail(*run, "kernel '" + kname + "' with boot '" + boot + "'" +
 							   (append.empty() ? "" : " and append '" + append + "'") +
 							   " is listed twice");
-				def.groups.push_back({kernels_[kname], boot, strings_at(*run, "cases", false), append});
+				def.groups.push_back({kernels_[kname], boot, strings_at(*run, "cases", false), append, memory});
 			}
 		}
 		return def;
@@ -119,6 +120,16 @@ private:
 			    std::string::npos)
 			fail(*t.get("append"), "'append' must be 1 to 200 characters of letters, digits, spaces and ._,=:-");
 		return a;
+	}
+
+	// Guest RAM in MiB, as vm --memory (256 to 16384); the boot's own need
+	// is checked with the group.
+	unsigned memory_at(const toml::table &t) const
+	{
+		const auto *v = t["memory"].as_integer();
+		if (!v || v->get() < 256 || v->get() > 16384)
+			fail(*t.get("memory"), "'memory' must be a whole number of MiB, 256 to 16384");
+		return unsigned(v->get());
 	}
 
 	std::vector<std::string> strings_at(const toml::table &t, const char *key, bool required) const

@@ -21,6 +21,7 @@ struct matrix_group {
 	std::string boot;			// a boot placement (matrix/boot.hpp), as vm --boot
 	std::vector<std::string> cases;		// empty: all
 	std::string append;			// more kernel command line, as vm --append
+	unsigned memory_mib = 0;		// guest RAM, as vm --memory; 0: what the boot needs
 };
 
 struct matrix_definition {

@@ -108,7 +108,7 @@ const std::vector<promise> pin_promises = {
 	 "\"CMA can reclaim the range only while its temporary occupants remain movable.\"; \"One immovable 4 KiB "
 	 "page can spoil an otherwise free 1 GiB candidate.\" (the give-back check of each case)",
 	 {"A", "B", "C", "movable-mlock", "cma-mlock", "movable-gup-ref", "cma-gup-ref", "pinner/udmabuf",
-	  "pinner/vdpa-sim", "pinner/vfio-type1"}},
+	  "pinner/iommufd-mock", "pinner/vdpa-sim", "pinner/vfio-type1"}},
 	{"pin/no-success-in-place", pin, "seed 1, section 10; kernel rule 1aaf8c122918",
 	 "\"The long-term GUP path cannot leave it there. It collects the unpinnable/movable page, drops the "
 	 "temporary pin it took while inspecting the range, and attempts synchronous migration\"",
@@ -156,7 +156,12 @@ const std::vector<promise> pin_promises = {
 	{"pin/every-pinner", pin, "seed 1, sections 18 and 19",
 	 "\"A page must pass its strongest lifetime and placement contract before any subsystem makes it "
 	 "immovable.\"; \"Who pinned it? Through which API? ... Was FOLL_LONGTERM declared?\"",
-	 {"pinner/udmabuf", "pinner/iommufd-mock", "pinner/vdpa-sim", "pinner/vfio-type1", "pinner/cma-heap"}},
+	 {"pinner/udmabuf", "pinner/iommufd-mock", "pinner/vdpa-sim", "pinner/vfio-type1", "pinner/cma-heap",
+	  "pinner/gup-test-over-2g"}},
+	{"pin/any-size-in-one-call", pin, "kernel rule 94efde1d1539 (53ba78de064b's cap)",
+	 "one long-term pin is taken whole whatever its size: a single pin_user_pages(FOLL_LONGTERM) call of more "
+	 "than 2 GiB pins every page and moves those in restricted memory first (6.11 refused it with -ENOMEM)",
+	 {"pinner/gup-test-over-2g"}},
 	{"pin/odp-owns-invalidation", pin, "seed 1, section 18",
 	 "\"Which device translation depends on it? Who owns invalidation?\": an on-demand-paging MR pins "
 	 "nothing, and the device's accesses follow the page wherever it moves",
@@ -397,6 +402,8 @@ const std::vector<std::string_view> mutant_kernel = {"mutants-6.1.patch", "mutan
 // The series whose kernels have the rules 6.5 added (writable_file_mapping_allowed(),
 // gup_fast_folio_allowed()).
 const std::vector<std::string_view> mutant_kernel_since_6_5 = {"mutants-6.12.patch", "mutants-7.2.patch"};
+// The series with iommufd (6.2 on).
+const std::vector<std::string_view> mutant_kernel_with_iommufd = {"mutants-6.12.patch", "mutants-7.2.patch"};
 
 const std::vector<mutant> kernel_mutants = {
 	{"1aaf8c122918", mutant_kind::kernel_patch, 0, {"gup-longterm-success-in-place-1aaf8c122918.patch"}, 0,
@@ -439,6 +446,13 @@ const std::vector<mutant> kernel_mutants = {
 	{"vdpa-drops-longterm", mutant_kind::kernel_patch, 0, mutant_kernel, 11,
 	 "vhost-vdpa (vhost_vdpa_pa_map()) pins an IOTLB update without FOLL_LONGTERM",
 	 {"pin/every-pinner", "pin/stranded-pin-withholds-memory"}, {"pinner/vdpa-sim"}},
+	{"iommufd-drops-longterm", mutant_kind::kernel_patch, 0, mutant_kernel_with_iommufd, 12,
+	 "iommufd (pfn_reader_user_init()) pins an IOAS mapping without FOLL_LONGTERM",
+	 {"pin/every-pinner", "pin/stranded-pin-withholds-memory"}, {"pinner/iommufd-mock"}},
+	{"one-call-size-cap", mutant_kind::kernel_patch, 0, mutant_kernel, 13,
+	 "a long-term pin first allocates a folio pointer per page with kmalloc_array() (53ba78de064b, 6.11): one "
+	 "call of more than 2 GiB is -ENOMEM",
+	 {"pin/any-size-in-one-call"}, {"pinner/gup-test-over-2g"}},
 	{"slow-path-pins-dirty-tracked-file", mutant_kind::kernel_patch, 0, mutant_kernel_since_6_5, 8,
 	 "the slow path pins long-term a writable shared file mapping that needs dirty tracking "
 	 "(writable_file_mapping_allowed() always true)",

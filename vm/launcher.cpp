@@ -1218,6 +1218,8 @@ std::vector<group_spec> matrix_groups(const vm_options &opt)
 		g.cases = !opt.cases.empty() ? opt.cases : mg.cases;
 		if (!mg.append.empty())
 			g.append = g.append.empty() ? mg.append : g.append + " " + mg.append;
+		if (mg.memory_mib)
+			g.memory_mib = mg.memory_mib;
 		g.out = fs::absolute(opt.out) / "groups" / (mg.kernel.name + "-" + mg.boot + dir_part(mg.append));
 		try {
 			check_group(g);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // The bodies of cases/pinner/: udmabuf, an on-demand-paging MR, vhost-vdpa,
-// VFIO type1, iommufd's mock domain and the CMA heap, each for real; a SKIP
+// VFIO type1, iommufd's mock domain, the CMA heap and gup_test's one call
+// over 2 GiB, each for real; a SKIP
 // with what is missing where the kernel lacks it.
 
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 #include "byte_pattern.hpp"
 #include "child_process.hpp"
 #include "give_back.hpp"
+#include "gup_test_pin.hpp"
 #include "iommufd_mock_pin.hpp"
 #include "kernel_info.hpp"
 #include "odp_data_path.hpp"
@@ -510,6 +512,74 @@ json run_cma_heap(const pinner_case &c, const page_prober &probe, const body_opt
 	return o;
 }
 
+// One long-term pin of 2 GiB and a page, in one call: 53ba78de064b (6.11)
+// began check_and_migrate_movable_pages() with kmalloc_array() of a folio
+// pointer per page, which cannot pass KMALLOC_MAX_SIZE (4 MiB: 2 GiB of
+// 4 KiB pages), so such a pin was -ENOMEM until 94efde1d1539. ib_umem_get()
+// and VFIO pin in batches and io_uring caps a buffer at 1 GiB: gup_test is
+// the pinner that makes one call of it all. Transparent huge pages where
+// the kernel gives them (fewer faults under TCG; the call still counts
+// 4 KiB pages).
+constexpr size_t over_2g_sample = size_t(2) << 20;
+
+// Room for the buffer and for the migration of its restricted pages.
+void require_memory_for(size_t bytes)
+{
+	const uint64_t want = bytes + (uint64_t(512) << 20), have = meminfo_bytes("MemAvailable");
+	if (have < want)
+		throw unmet_need("MemAvailable is " + std::to_string(have >> 20) + " MiB; one pin of " +
+				 std::to_string(bytes >> 20) + " MiB and a page, with room to migrate, needs " +
+				 std::to_string(want >> 20) + " MiB (a guest of 3584 MiB: pinmatrix vm --memory 3584)");
+}
+
+// One page probed per 2 MiB of the buffer (and its last page).
+std::vector<pinmatrix_page> sample_pages(const page_prober &probe, const mapping &map)
+{
+	std::vector<pinmatrix_page> pages;
+	for (size_t off = 0; off < map.size(); off += over_2g_sample)
+		pages.push_back(probe.probe_page(map.addr() + off));
+	pages.push_back(probe.probe_page(map.addr() + map.size() - page_size()));
+	return pages;
+}
+
+size_t count_in(const std::vector<pinmatrix_page> &pages, placement where)
+{
+	return size_t(std::count_if(pages.begin(), pages.end(), [&](const auto &p) { return classify(p) == where; }));
+}
+
+json run_gup_test_over_2g(const pinner_case &c, const page_prober &probe, const body_options &opt)
+{
+	const gup_test_pin gup = gup_test_pin::open();
+	const size_t ps = page_size(), bytes = (size_t(2) << 30) + ps;
+	require_memory_for(bytes);
+	const mapping map = mapping::anonymous(bytes, false);
+	madvise(map.data(), bytes, MADV_HUGEPAGE);
+	if (madvise(map.data(), bytes, MADV_POPULATE_WRITE))
+		for (size_t off = 0; off < bytes; off += ps)
+			map.data()[off] = std::byte{0x5a};
+	const auto before = sample_pages(probe, map);
+	// The first probed page in restricted memory (the page the record
+	// follows), else the first: the size is checked either way.
+	const auto first = std::find_if(before.begin(), before.end(),
+					[&](const auto &p) { return classify(p) == opt.restricted; });
+	const size_t at = first == before.end() ? 0 : size_t(first - before.begin());
+	json o = {{"pinner", c.pinner}, {"device", gup_test_pin::file}, {"probe", probe.probe_name()},
+		  {"placement", name(opt.restricted)}, {"requested_bytes", bytes}, {"pages_per_call", bytes / ps},
+		  {"before", page_json(probe, before[at])}};
+	const gup_test_pin_result pin = gup.pin_longterm(map.data(), bytes, uint32_t(bytes / ps));
+	o["errno"] = pin.err;
+	o["pinned_bytes"] = pin.pinned_bytes;
+	o["latency_ns"] = pin.pin_us * 1000;
+	o["unpin_ns"] = pin.unpin_us * 1000;
+	const auto after = sample_pages(probe, map);
+	o["after"] = page_json(probe, after[at]);
+	o["sampled"] = {{"pages", before.size()},
+			{"restricted_before", count_in(before, opt.restricted)},
+			{"restricted_after", count_in(after, opt.restricted)},
+			{"note", "probed when the ioctl has returned: gup_test unpins the buffer before it returns"}};
+	return o;
+}
+
 } // namespace
 
 json run_case(const pinner_case &c, const page_prober &probe, const body_options &opt)
@@ -527,6 +597,8 @@ json run_case(const pinner_case &c, const page_prober &probe, const body_options
 		return {{"observation", run_vfio_type1(c, probe, opt)}};
 	case pinner_kind::cma_heap:
 		return {{"observation", run_cma_heap(c, probe, opt)}};
+	case pinner_kind::gup_test_over_2g:
+		return {{"observation", run_gup_test_over_2g(c, probe, opt)}};
 	}
 	throw std::logic_error("pinner case of no kind: " + c.id());
 }

@@ -73,6 +73,16 @@ const std::vector<pinner_case> table = {
 	   "mm/gup.c: __gup_longterm_locked() retries while check_and_migrate_movable_pages() returns -EAGAIN; "
 	   "a folio it cannot isolate from the LRU is in no migration list, and an empty list is -EAGAIN again "
 	   "(drivers/dma-buf/heaps/cma_heap.c: cma_heap_vm_fault() hands out its cma_alloc()ed pages)"}}},
+	{"gup-test-over-2g",
+	 "2 GiB and a page, pinned long-term in one pin_user_pages() call (gup_test's PIN_LONGTERM_BENCHMARK with "
+	 "every page in one call; a guest with the memory for it, --memory 3584): the whole buffer is pinned, and "
+	 "its pages in restricted memory (one probed per 2 MiB) have left it",
+	 "PIN_LONGTERM_BENCHMARK (gup_test), 2 GiB + 4 KiB in one call",
+	 pinner_kind::gup_test_over_2g,
+	 {{{any_first, any_last}, page_fate::moved,
+	   "mm/gup_test.c: __gup_test_ioctl() -> pin_user_pages(FOLL_LONGTERM) -> __gup_longterm_locked() -> "
+	   "check_and_migrate_movable_pages() of every page of the call at once"}},
+	 false},
 };
 
 std::string versions_text(const version_range &r)
@@ -141,8 +151,9 @@ expectation expectation_for(const pinner_case &c, const std::optional<kernel_ver
 	e.versions = versions_text(row->versions);
 	e.source = row->source;
 	e.summary = fate_summary(row->fate, e.versions);
-	// A heap's page is its heap's, pinned or not: no give-back to ask.
-	if (row->fate != page_fate::never_movable)
+	// A heap's page is its heap's, pinned or not: no give-back to ask; nor
+	// of a pin that ended before the case could ask.
+	if (row->fate != page_fate::never_movable && c.held)
 		e.given_back_while_held = row->fate != page_fate::stays_gap;
 	return e;
 }
@@ -287,6 +298,35 @@ void judge_pin_device_write(const json &o, case_record &r)
 	}
 }
 
+// One pin call over a buffer (gup_test): the whole buffer pinned, and no
+// probed page of it left in restricted memory. gup_test passes on no errno
+// for a refused call: how far it got is the evidence. False when the pin
+// was refused (nothing else to judge then).
+bool judge_one_call(const json &o, case_record &r)
+{
+	if (!o.contains("requested_bytes"))
+		return true;
+	const uint64_t want = o["requested_bytes"], got = o.value("pinned_bytes", uint64_t(0));
+	if (got != want) {
+		r.outcome = verdict::fail;
+		r.add_reason("one pin_user_pages(FOLL_LONGTERM) call of " + std::to_string(want) + " bytes pinned " +
+			     std::to_string(got) + ": refused (gup_test passes on no errno; the kernel log says why)");
+		(*r.observed)["summary"] = "one long-term pin of " + std::to_string(want) + " bytes refused";
+		return false;
+	}
+	const json &s = o.value("sampled", json::object());
+	if (s.value("restricted_before", uint64_t(0)) == 0)
+		r.add_reason("no probed page of the buffer was in " + o.value("placement", std::string("restricted")) +
+			     " memory: the pin's size is checked, not where its pages went");
+	if (const uint64_t left = s.value("restricted_after", uint64_t(0)); left) {
+		r.outcome = verdict::fail;
+		r.add_reason(std::to_string(left) + " of the " + std::to_string(s.value("pages", 0)) +
+			     " probed pages (one per 2 MiB) still in " + o.value("placement", std::string("restricted")) +
+			     " memory after the pin (a long-term pin succeeded in place)");
+	}
+	return true;
+}
+
 void judge_page(const expectation &e, const json &o, case_record &r)
 {
 	const std::string restricted = o.value("placement", std::string("restricted"));
@@ -370,6 +410,8 @@ case_record judge_case(const pinner_case &c, const std::optional<kernel_version>
 			     "succeed)");
 		return r;
 	}
+	if (!judge_one_call(observation, r))
+		return r;
 	judge_page(e, observation, r);
 	judge_pin_device_write(observation, r);
 	judge_give_back(e, observation, r);

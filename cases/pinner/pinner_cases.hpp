@@ -13,6 +13,8 @@
 // edu device behind intel-iommu) and iommufd's self-test mock domain (6.2
 // on, CONFIG_IOMMUFD_TEST) map the page for a device with a long-term pin:
 // the page moves first.
+// gup_test pins more than 2 GiB in one pin_user_pages(FOLL_LONGTERM) call,
+// which 6.11 refused (53ba78de064b, fixed by 94efde1d1539).
 // Table, body and judge, as the other suites.
 
 #include <chrono>
@@ -48,7 +50,7 @@ struct version_expectation {
 	const char *source;	// where the kernel does it (file: function)
 };
 
-enum class pinner_kind { udmabuf, rxe_odp, iommufd_mock, vdpa_sim, vfio_type1, cma_heap };
+enum class pinner_kind { udmabuf, rxe_odp, iommufd_mock, vdpa_sim, vfio_type1, cma_heap, gup_test_over_2g };
 
 struct pinner_case {
 	const char *name;
@@ -56,6 +58,9 @@ struct pinner_case {
 	const char *pinner;		// the call that pins ("UDMABUF_CREATE", "ibv_reg_mr(IBV_ACCESS_ON_DEMAND)")
 	pinner_kind kind;
 	std::vector<version_expectation> by_version;	// never empty
+	// Whether the pinner holds its pin while the case asks for the memory
+	// back; gup_test's pins last one ioctl.
+	bool held = true;
 
 	std::string id() const { return std::string("pinner/") + name; }
 };

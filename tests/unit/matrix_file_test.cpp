@@ -167,6 +167,24 @@ TEST_F(MatrixFile, AppendIsARunsOwnAndMustBePlainWords)
 			<< bad;
 }
 
+// A run's guest RAM (vm --memory): its groups', whole MiB from 256 to
+// 16384, and none where a run says nothing (the boot's own need).
+TEST_F(MatrixFile, MemoryIsARunsOwnWholeMiB)
+{
+	const std::string kernels = "[kernels.k]\nsource = \"debian\"\n";
+	const std::string run = "[[run]]\nkernel = \"k\"\nboots = [\"movable\", \"cma\"]\n";
+	const auto def = load_matrix(write("mem.toml", kernels + run + "memory = 3584\n" + run + "append = \"a=1\"\n"));
+	ASSERT_EQ(def.groups.size(), 4u);
+	EXPECT_EQ(def.groups[0].memory_mib, 3584u);
+	EXPECT_EQ(def.groups[1].memory_mib, 3584u);
+	EXPECT_EQ(def.groups[2].memory_mib, 0u);
+	for (const char *bad : {"255", "16385", "-1", "\"3584\"", "3584.5"})
+		EXPECT_NE(error_of(kernels + run + "memory = " + bad + "\n").find("m.toml:6: 'memory' must be a whole "
+										 "number of MiB, 256 to 16384"),
+			  std::string::npos)
+			<< bad << ": " << error_of(kernels + run + "memory = " + bad + "\n");
+}
+
 TEST_F(MatrixFile, BadFilesNameTheLineAndTheProblem)
 {
 	const std::string head = "[kernels.k]\nsource = \"debian\"\n";

@@ -245,7 +245,7 @@ TEST(PinnerJudge, TheOdpDataPathIsJudgedByItsControlAndMeetsTheKnownBug)
 // write where the CPU reads; the mock domain must translate to that page.
 TEST(PinnerJudge, DeviceMappersMoveThePageOnEveryKernel)
 {
-	EXPECT_EQ(case_table().size(), 6u);
+	EXPECT_EQ(case_table().size(), 7u);
 	for (const char *id : {"pinner/vdpa-sim", "pinner/vfio-type1", "pinner/iommufd-mock"}) {
 		const auto &c = case_by_id(id);
 		for (const auto &k : {k6_1, k6_12}) {
@@ -345,4 +345,64 @@ TEST(PinnerJudge, ACmaHeapPageMustEndItsPin)
 	EXPECT_EQ(fixed.outcome, verdict::xpass) << fixed.reason;
 	o["before"]["placement"] = "ordinary";
 	EXPECT_EQ(judge_case(c, k6_1, o).outcome, verdict::error);
+}
+
+namespace {
+
+// gup_test's one call of 2 GiB and a page: how far it pinned, and the
+// probed pages (one per 2 MiB) in restricted memory before and after.
+json one_call(uint64_t pinned, uint64_t restricted_before, uint64_t restricted_after)
+{
+	const uint64_t want = (uint64_t(2) << 30) + 4096;
+	const bool moved = restricted_after == 0;
+	return {{"errno", 0},
+		{"placement", "movable"},
+		{"probe", "module"},
+		{"requested_bytes", want},
+		{"pinned_bytes", pinned == 1 ? want : pinned},
+		{"before", {{"pfn", 300000}, {"placement", restricted_before ? "movable" : "ordinary"}}},
+		{"after", {{"pfn", 4000}, {"placement", moved ? "ordinary" : "movable"}}},
+		{"sampled", {{"pages", 1026}, {"restricted_before", restricted_before},
+			     {"restricted_after", restricted_after}}}};
+}
+
+} // namespace
+
+// One long-term pin of more than 2 GiB in one call: the whole buffer must
+// be pinned and its restricted pages moved, on every kernel; 6.11's refusal
+// (53ba78de064b, pinned 0 bytes: gup_test passes on no errno) is a FAIL,
+// and an expected one on 6.11 alone. No give-back is asked of a pin that
+// ended inside the ioctl.
+TEST(PinnerJudge, OneLongTermPinOver2GiBIsTakenWhole)
+{
+	const auto &c = case_by_id("pinner/gup-test-over-2g");
+	EXPECT_FALSE(expectation_for(c, k6_12).given_back_while_held.has_value());
+	EXPECT_EQ(judge_case(c, k6_12, one_call(1, 256, 0)).outcome, verdict::pass);
+	const auto refused = judge_case(c, k6_12, one_call(0, 256, 256));
+	EXPECT_EQ(refused.outcome, verdict::fail);
+	EXPECT_NE(refused.reason.find("call of 2147487744 bytes pinned 0: refused"), std::string::npos)
+		<< refused.reason;
+	const auto half = judge_case(c, k6_12, one_call(uint64_t(1) << 30, 256, 0));
+	EXPECT_EQ(half.outcome, verdict::fail) << half.reason;
+	const auto in_place = judge_case(c, k6_12, one_call(1, 256, 3));
+	EXPECT_EQ(in_place.outcome, verdict::fail);
+	EXPECT_NE(in_place.reason.find("3 of the 1026 probed pages (one per 2 MiB) still in movable memory"),
+		  std::string::npos)
+		<< in_place.reason;
+	const auto nowhere = judge_case(c, k6_12, one_call(1, 0, 0));
+	EXPECT_EQ(nowhere.outcome, verdict::pass);
+	EXPECT_NE(nowhere.reason.find("the pin's size is checked, not where its pages went"), std::string::npos)
+		<< nowhere.reason;
+
+	const kernel_version k6_11{6, 11, 5};
+	auto xfail = judge_case(c, k6_11, one_call(0, 256, 256));
+	apply_known_bugs(xfail, k6_11, false);
+	EXPECT_EQ(xfail.outcome, verdict::xfail) << xfail.reason;
+	EXPECT_EQ(xfail.details["known_bug"]["id"], "53ba78de064b");
+	auto fixed = judge_case(c, k6_11, one_call(1, 256, 0));
+	apply_known_bugs(fixed, k6_11, false);
+	EXPECT_EQ(fixed.outcome, verdict::xpass) << fixed.reason;
+	auto elsewhere = judge_case(c, k6_12, one_call(0, 256, 256));
+	apply_known_bugs(elsewhere, k6_12, false);
+	EXPECT_EQ(elsewhere.outcome, verdict::fail);
 }

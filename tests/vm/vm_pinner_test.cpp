@@ -60,7 +60,7 @@ TEST_P(VmPinner, OutcomeByKernelVersion)
 		pinmatrix::test::run_guest("pinner-" + kernel, "--kernel debian:" + kernel + " --boot movable --cases pinner")
 			.doc;
 	ASSERT_TRUE(doc.is_object());
-	ASSERT_EQ(doc["cases"].size(), 6u);
+	ASSERT_EQ(doc["cases"].size(), 7u);
 	auto cases = by_id(doc);
 	const json &udmabuf = cases["pinner/udmabuf"];
 	if (GetParam().udmabuf_runs) {
@@ -109,6 +109,7 @@ TEST_P(VmPinner, OutcomeByKernelVersion)
 	expect_skip(cases["pinner/iommufd-mock"], "CONFIG_IOMMUFD");
 	expect_skip(cases["pinner/vdpa-sim"], "no vDPA simulator (CONFIG_VDPA_SIM_NET not set");
 	expect_skip(cases["pinner/cma-heap"], "dma_heap");
+	expect_skip(cases["pinner/gup-test-over-2g"], "(a kernel without CONFIG_GUP_TEST, or no debugfs)");
 	const json &vfio = cases["pinner/vfio-type1"];
 	EXPECT_EQ(vfio["verdict"], "pass") << vfio.value("reason", "");
 	const auto &o = vfio["observed"];
