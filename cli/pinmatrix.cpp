@@ -207,7 +207,7 @@ std::string kernel_help(const char *first)
 		h += std::string(" build") + (*b.name ? ":" : "") + b.name + " = " + frags + " (" + b.what + ");";
 	}
 	h.back() = '.';
-	return h + " See README";
+	return h + " See docs/kernels.md";
 }
 
 // A subcommand: its options declared on the app, and what it runs once

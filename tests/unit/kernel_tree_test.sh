@@ -4,7 +4,7 @@
 # Checks its refusals, its layout, its key (a rebuilt tree is a new dir, the
 # same tree by another path is not) and that it writes nothing into the
 # tree. The kernel's own Makefile is not run here: a real built tree is
-# (`pinmatrix vm --kernel tree:DIR`, see README).
+# (`pinmatrix vm --kernel tree:DIR`, see docs/kernels.md).
 #
 # Usage: kernel_tree_test.sh PATH/TO/vm/kernel-tree.sh
 set -euo pipefail

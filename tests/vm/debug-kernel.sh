@@ -64,8 +64,8 @@ if [[ $rc -eq 0 ]] || ! grep -q 'usim_\|\[ualink_sim\]' <<< "$report"; then
   status=1
 fi
 # The suite, with the timeouts vm.matrix, vm.ualink, vm.fuzz and
-# vm.fuzz-ualink use: the debug kernel under TCG needs no more (README
-# "The debug kernel").
+# vm.fuzz-ualink use: the debug kernel under TCG needs no more
+# (docs/kernels.md, "The debug kernel").
 # Less backing/hugetlb-2m: 6.1's follow_hugetlb_page() WARNs on it (a known
 # bug of the kernel, which vm.backing shows on stock 6.1), and a WARNING
 # fails the run; this test is about the suite's own code under KASAN.

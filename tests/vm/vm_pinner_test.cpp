@@ -83,7 +83,7 @@ TEST_P(VmPinner, OutcomeByKernelVersion)
 		// the control write through an ordinary MR where it was aimed, as
 		// is every transfer of the data path through an ordinary MR.
 		// Stock 7.2.13's rxe moves an on-demand MR's data at the page's
-		// start whatever its offset (README, "Other long-term pinners"):
+		// start whatever its offset (docs/cases.md, "Other long-term pinners"):
 		// the known bug's expected failure (matrix/known_bugs.cpp), or a
 		// PASS on a kernel without it.
 		const auto &o = odp["observed"];

@@ -5,7 +5,7 @@
 // kernels no pin succeeds in place: every success leaves the buffer out of
 // ZONE_MOVABLE. Debian's stock 6.1 and 6.12 (both past the 2025 regression's
 // stable windows); the kernel with it reapplied is the documented command in
-// README ("Races").
+// docs/cases.md ("Races").
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
