@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "clock.hpp"
 #include "mapping.hpp"
 #include "pin_module.hpp"
 #include "placement.hpp"

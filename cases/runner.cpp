@@ -27,7 +27,6 @@
 
 #include "kernel_info.hpp"
 #include "kernel_log.hpp"
-#include "kernel_rules.hpp"
 #include "known_bugs.hpp"
 #include "ktap.hpp"
 #include "pin_balance.hpp"
@@ -36,6 +35,7 @@
 #include "plan.hpp"
 #include "reports.hpp"
 #include "results.hpp"
+#include "running_kernel.hpp"
 #include "terminal_table.hpp"
 #include "suite.hpp"
 #include "user_input.hpp"

@@ -5,15 +5,8 @@
 
 #include <algorithm>
 
-#include "backing_suite.hpp"
-#include "fork_suite.hpp"
 #include "pin_module.hpp"
-#include "pin_suite.hpp"
-#include "pinner_suite.hpp"
-#include "race_suite.hpp"
-#include "registration_suite.hpp"
 #include "sys_error.hpp"
-#include "ualink/ualink_suite.hpp"
 
 namespace pinmatrix {
 
@@ -32,19 +25,6 @@ void cma_fill_once::before_case(const suite_options &opt, nlohmann::json &facts)
 	filled_ = true;
 	facts["pressure_bytes"] = pressure_.bytes;
 	facts["cma_takes_movable_allocations"] = pressure_.reached;
-}
-
-std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt)
-{
-	std::vector<std::unique_ptr<suite>> all;
-	all.push_back(make_pin_suite(opt));
-	all.push_back(make_ualink_suite(opt));
-	all.push_back(make_registration_suite(opt));
-	all.push_back(make_fork_suite(opt));
-	all.push_back(make_race_suite(opt));
-	all.push_back(make_backing_suite(opt));
-	all.push_back(make_pinner_suite(opt));
-	return all;
 }
 
 namespace {

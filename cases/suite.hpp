@@ -119,7 +119,7 @@ private:
 	bool filled_ = false;
 };
 
-// All suites, in plan order.
+// All suites, in plan order (cases/suite_list.cpp).
 std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt);
 
 struct plan_entry {

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <optional>
 
+#include "clock.hpp"
 #include "unique_fd.hpp"
 
 namespace pinmatrix {
@@ -25,17 +26,6 @@ struct io_uring_buffer::ring {
 			io_uring_queue_exit(&r);
 	}
 };
-
-namespace {
-
-int64_t now_raw_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-} // namespace
 
 io_uring_buffer::io_uring_buffer() = default;
 
@@ -64,10 +54,10 @@ int io_uring_buffer::try_register(void *addr, size_t length, io_uring_buffer &ou
 		return ret;
 	r->ready = true;
 	iovec iov{addr, length};
-	const int64_t t0 = now_raw_ns();
+	const int64_t t0 = monotonic_raw_ns();
 	int ret = io_uring_register_buffers(&r->r, &iov, 1);
 	if (latency_ns)
-		*latency_ns = now_raw_ns() - t0;
+		*latency_ns = monotonic_raw_ns() - t0;
 	if (ret)
 		return ret; // ~ring closes it
 	r->registered = true;

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "clock.hpp"
 #include "kernel_info.hpp"
 #include "sys_error.hpp"
 #include "verbs.hpp"

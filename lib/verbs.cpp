@@ -8,17 +8,11 @@
 #include <stdexcept>
 #include <memory>
 
+#include "clock.hpp"
 #include "registration_observer.hpp"
 #include "sys_error.hpp"
 
 namespace pinmatrix {
-
-int64_t monotonic_raw_ns()
-{
-	timespec ts{};
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 namespace {
 

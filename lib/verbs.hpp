@@ -110,6 +110,4 @@ private:
 	int wc_status_ = IBV_WC_SUCCESS;
 };
 
-int64_t monotonic_raw_ns();
-
 } // namespace pinmatrix

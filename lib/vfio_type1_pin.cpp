@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "byte_pattern.hpp"
+#include "clock.hpp"
 #include "kernel_info.hpp"
 #include "placement.hpp"
 #include "sys_error.hpp"

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "clock.hpp"
 #include "kernel_info.hpp"
 #include "sys_error.hpp"
 #include "verbs.hpp"

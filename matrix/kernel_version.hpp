@@ -4,7 +4,7 @@
 // A kernel's upstream version and ranges of them: what the suites' version
 // rows (cases/pin/kernel_rules.cpp, the backing table) and the known kernel
 // bugs (known_bugs.cpp) are keyed on. No system calls: the running kernel's
-// is read by running_kernel_version() (cases/pin/kernel_rules.hpp).
+// is read by running_kernel_version() (cases/common/running_kernel.hpp).
 
 #include <optional>
 #include <string>

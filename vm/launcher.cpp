@@ -197,12 +197,6 @@ nlohmann::json dump_wedged_guest(const qmp_socket &qmp, const fs::path &serial)
 	return e;
 }
 
-std::string read_file_or_empty(const fs::path &f)
-{
-	std::ifstream in(f, std::ios::binary);
-	return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // What the guest had reported when its timeout came: its results and its
 // job's exit code. The guest runs on while its dumps are asked for (up to
 // 15 s), and a case it finishes then finished after the timeout: restore()
@@ -234,7 +228,7 @@ public:
 			if (was == saved_.end()) {
 				changed |= now;
 				fs::remove(dir_ / f, ec);
-			} else if (!now || read_file_or_empty(dir_ / f) != was->second) {
+			} else if (!now || read_text_file(dir_ / f) != was->second) {
 				changed = true;
 				std::ofstream(dir_ / f, std::ios::binary | std::ios::trunc) << was->second;
 			}

@@ -19,7 +19,7 @@
 
 #include "backing_memory.hpp"
 #include "case_record.hpp"
-#include "kernel_rules.hpp"
+#include "kernel_version.hpp"
 #include "page_probe.hpp"
 #include "placement.hpp"
 

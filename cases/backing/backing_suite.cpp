@@ -8,6 +8,7 @@
 #include "backing_cases.hpp"
 #include "case_telemetry.hpp"
 #include "pin_module.hpp"
+#include "running_kernel.hpp"
 
 namespace pinmatrix {
 

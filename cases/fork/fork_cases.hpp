@@ -36,7 +36,7 @@ const std::vector<fork_case> &case_table();
 const fork_case &case_by_id(const std::string &id);
 
 // The body, in the case's process: {"observation": {...}}. second_pin is
-// --second-pin (cases/pin/second_pin.hpp); throws unmet_need when it cannot
+// --second-pin (cases/common/second_pin.hpp); throws unmet_need when it cannot
 // run here (a SKIP).
 nlohmann::json run_case(const fork_case &c, const std::string &second_pin, const std::string &device);
 // The judge, in the runner.

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "kernel_rules.hpp"
 
-#include "kernel_info.hpp"
 
 namespace pinmatrix {
 
@@ -56,13 +55,6 @@ const std::vector<kernel_rule> &kernel_rules()
 		 restricted_mlocked_page},
 	};
 	return table;
-}
-
-std::optional<kernel_version> running_kernel_version()
-{
-	static const kernel_info k = read_kernel_info();
-	static const auto version = upstream_version(k.release, k.version);
-	return version;
 }
 
 

@@ -17,11 +17,9 @@
 
 #include "kernel_version.hpp"
 #include "plan.hpp"
+#include "running_kernel.hpp"
 
 namespace pinmatrix {
-
-// upstream_version() of the kernel this runs on (read once).
-std::optional<kernel_version> running_kernel_version();
 
 struct kernel_rule {
 	const char *id;

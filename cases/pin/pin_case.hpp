@@ -32,7 +32,7 @@ struct case_tools {
 
 // Throws unmet_need when no page in the placement was found within
 // find_budget_bytes (the kernel has no such memory: a SKIP).
-// The second pin is `second` (ibv_reg_mr or io_uring, cases/pin/second_pin.hpp).
+// The second pin is `second` (ibv_reg_mr or io_uring, cases/common/second_pin.hpp).
 observation run_pin_case(const case_def &c, const case_tools &tools, second_pinner &second,
 			 size_t find_budget_bytes);
 

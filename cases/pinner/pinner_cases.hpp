@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "case_record.hpp"
-#include "kernel_rules.hpp"
+#include "kernel_version.hpp"
 #include "page_probe.hpp"
 #include "placement.hpp"
 

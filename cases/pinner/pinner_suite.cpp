@@ -7,6 +7,7 @@
 
 #include "pin_module.hpp"
 #include "pinner_cases.hpp"
+#include "running_kernel.hpp"
 #include "sys_error.hpp"
 
 namespace pinmatrix {

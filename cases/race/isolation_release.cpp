@@ -9,6 +9,7 @@
 
 #include <cerrno>
 
+#include "clock.hpp"
 #include "sys_error.hpp"
 #include "verbs.hpp"
 

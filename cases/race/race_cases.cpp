@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "clock.hpp"
 #include "isolation_release.hpp"
 #include "mapping.hpp"
 #include "pin_module.hpp"

@@ -41,7 +41,7 @@ uint64_t random_u64()
 	// Not std::random_device: getrandom() blocks until the crng is ready,
 	// which in a fresh TCG guest takes seconds. Forged handles need no
 	// secrecy, only variety.
-	static std::mt19937_64 rng{uint64_t(now_ns()) ^ (uint64_t(getpid()) << 32)};
+	static std::mt19937_64 rng{uint64_t(monotonic_raw_ns()) ^ (uint64_t(getpid()) << 32)};
 	return rng();
 }
 

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <utility>
 
+#include "clock.hpp"
 #include "sys_error.hpp"
 
 namespace pinmatrix::ualink {
@@ -500,13 +501,6 @@ std::vector<std::pair<uint64_t, uint64_t>> model_npa_ranges()
 			out.emplace_back(npa, npa + size);
 	}
 	return out;
-}
-
-int64_t now_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 file_identity identify(int fd)

@@ -21,6 +21,7 @@
 
 #include "amdgpu_ualink.h"
 #include "ualink_sim.h"
+#include "clock.hpp"
 #include "unique_fd.hpp"
 
 namespace pinmatrix::ualink {
@@ -169,9 +170,6 @@ std::optional<uint64_t> model_faults();
 void set_model_faults(uint64_t mask);
 // [start, end) of every live NPA range the model's kernel side knows.
 std::vector<std::pair<uint64_t, uint64_t>> model_npa_ranges();
-
-// CLOCK_MONOTONIC_RAW in ns, as the pin cases measure.
-int64_t now_ns();
 
 // The dma-buf an fd refers to (its inode), to tell "the same object".
 struct file_identity {

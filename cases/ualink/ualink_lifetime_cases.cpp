@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -23,6 +22,7 @@
 #include <thread>
 
 #include "byte_pattern.hpp"
+#include "kernel_info.hpp"
 #include "kernel_log.hpp"
 #include "suite.hpp"
 #include "sys_error.hpp"
@@ -198,12 +198,6 @@ std::string read_link(const std::string &path)
 	return n < 0 ? "" : std::string(buf, size_t(n));
 }
 
-std::string file_text(const std::string &path)
-{
-	std::ifstream in(path);
-	return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // Where else the kernel shows an imported object to user space: the
 // dma-buf's name (readlink of its fd), fdinfo of it and of the importer's
 // DRM file, its sysfs entry (CONFIG_DMABUF_SYSFS_STATS) and what the kernel
@@ -214,12 +208,12 @@ std::vector<std::pair<std::string, std::string>> npa_channels(int dmabuf_fd, con
 	const std::string fd = std::to_string(dmabuf_fd);
 	std::vector<std::pair<std::string, std::string>> ch = {
 		{"readlink of the dma-buf fd", read_link("/proc/self/fd/" + fd)},
-		{"fdinfo of the dma-buf", file_text("/proc/self/fdinfo/" + fd)},
-		{"fdinfo of the importer's DRM file", file_text("/proc/self/fdinfo/" + std::to_string(importer.fd()))},
+		{"fdinfo of the dma-buf", read_text_file("/proc/self/fdinfo/" + fd)},
+		{"fdinfo of the importer's DRM file", read_text_file("/proc/self/fdinfo/" + std::to_string(importer.fd()))},
 	};
 	const std::string sysfs = "/sys/kernel/dmabuf/buffers/" + std::to_string(identify(dmabuf_fd).ino);
 	if (std::filesystem::exists(sysfs))
-		ch.push_back({"sysfs " + sysfs, file_text(sysfs + "/exporter_name") + file_text(sysfs + "/size")});
+		ch.push_back({"sysfs " + sysfs, read_text_file(sysfs + "/exporter_name") + read_text_file(sysfs + "/size")});
 	if (klog)
 		ch.push_back({"the kernel log", join(klog->new_records(), "\n")});
 	return ch;
@@ -373,7 +367,7 @@ double run_stress(const std::vector<accel> &accels, const accel &victim, size_t 
 		  stress_tally &tally)
 {
 	std::vector<std::thread> pool;
-	const int64_t t0 = now_ns();
+	const int64_t t0 = monotonic_raw_ns();
 	for (size_t t = 0; t < threads; t++)
 		pool.emplace_back(stress_worker, std::cref(accels), t, iterations, std::ref(tally));
 	// At least one reset, however soon the workers are done.
@@ -394,7 +388,7 @@ double run_stress(const std::vector<accel> &accels, const accel &victim, size_t 
 		t.join();
 	tally.done = true;
 	resetter.join();
-	return double(now_ns() - t0) / 1e9;
+	return double(monotonic_raw_ns() - t0) / 1e9;
 }
 } // namespace
 

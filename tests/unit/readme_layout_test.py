@@ -15,9 +15,7 @@ Checks, each a failure of its own name:
                 output, reports/latest/).
   layout-folders  every top-level folder git tracks is named in the first
                 column of the table. Left out: hidden folders (.ci/: CI's
-                entry, named as a file row, .github/ if ever) and Testing/
-                (ctest's own log of a run from the checkout's root,
-                committed by accident; not the suite's).
+                entry, named as a file row, .github/ if ever).
   links         every relative Markdown link [text](path) of README.md and
                 docs/*.md resolves, from the file that holds it, to a file
                 or folder that exists; a #anchor, to a heading of its target
@@ -40,10 +38,6 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from script_checks import check, verdict  # noqa: E402
 
 MAX_LINES = 200
-# Top-level folders tracked by git that the layout table need not name.
-NOT_IN_LAYOUT = {
-    "Testing": "ctest's log of a run from the checkout's root, committed by accident",
-}
 
 
 def git(root, *args):
@@ -183,7 +177,7 @@ def check_layout(root, readme):
         return
     folders = {f.split("/")[0] for f in tracked.split("\n") if "/" in f}
     for d in sorted(folders):
-        if d.startswith(".") or d in NOT_IN_LAYOUT:
+        if d.startswith("."):
             continue
         check(d in named, "layout-folders: the top-level folder %s/ is not in the layout table" % d)
 
