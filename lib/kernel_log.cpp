@@ -36,26 +36,59 @@ const std::vector<kernel_alarm_pattern> &kernel_alarm_patterns()
 		{"list_del corruption", "DEBUG_LIST"},
 		{"refcount_t:", "refcount over- or underflow"},
 		// Any stack dump, including those with no headline above
-		// (dump_stack(), an allocation failure's warning).
+		// (dump_stack()); not an allocation failure's (below).
 		{"Call Trace", "a stack dump"},
 	};
 	return table;
 }
 
+namespace {
+
+// Stack dumps that are evidence, not bugs: those of a requested task dump
+// (between its markers), and that of an allocation failure's report
+// (warn_alloc(): "<comm>: page allocation failure: order:N, mode:..." and
+// the one trace that follows it), which is the kernel saying memory ran short
+// (a long-term pin's migration target under memory pressure), not a bug:
+// the case's own checks judge what it did then. Headlines in either still
+// count.
+class evidence_dumps {
+public:
+	void see(std::string_view line)
+	{
+		if (line.find(requested_dump_begins) != std::string_view::npos)
+			requested_ = true;
+		else if (line.find(requested_dump_ends) != std::string_view::npos)
+			requested_ = false;
+		if (line.find("page allocation failure: order:") != std::string_view::npos)
+			allocation_failure_ = true;
+	}
+	// Whether a stack dump seen now is evidence; an allocation failure's
+	// report has one.
+	bool trace_is_evidence()
+	{
+		const bool evidence = requested_ || allocation_failure_;
+		allocation_failure_ = false;
+		return evidence;
+	}
+
+private:
+	bool requested_ = false;
+	bool allocation_failure_ = false;
+};
+
+} // namespace
+
 std::vector<std::string> kernel_alarms(std::string_view log)
 {
 	std::vector<std::string> found;
-	bool in_requested_dump = false;
+	evidence_dumps evidence;
 	while (!log.empty()) {
 		const size_t eol = log.find('\n');
 		const std::string_view line = log.substr(0, eol);
-		if (line.find(requested_dump_begins) != std::string_view::npos)
-			in_requested_dump = true;
-		else if (line.find(requested_dump_ends) != std::string_view::npos)
-			in_requested_dump = false;
+		evidence.see(line);
 		for (const auto &p : kernel_alarm_patterns())
 			if (line.find(p.text) != std::string_view::npos) {
-				if (!(in_requested_dump && std::string_view(p.text) == "Call Trace"))
+				if (std::string_view(p.text) != "Call Trace" || !evidence.trace_is_evidence())
 					found.emplace_back(line);
 				break;
 			}

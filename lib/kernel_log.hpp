@@ -23,7 +23,8 @@ const std::vector<kernel_alarm_pattern> &kernel_alarm_patterns();
 
 // A task dump asked for on purpose (the runner's sysrq 'w' for a case that
 // ran out of time) is logged between these two lines; its stack dumps
-// ("Call Trace") are evidence, not bugs. Headlines in it still count.
+// ("Call Trace") are evidence, not bugs, as is an allocation failure's
+// (warn_alloc()). Headlines in either still count.
 inline constexpr const char *requested_dump_begins = "pinmatrix: requested task dump begins";
 inline constexpr const char *requested_dump_ends = "pinmatrix: requested task dump ends";
 

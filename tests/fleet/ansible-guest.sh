@@ -344,7 +344,8 @@ recs = [c for c in doc["cases"] if c["node"] == "guest"]
 want({c["id"] for c in recs} >= set("ABCD"), "report: guest has cases A-D")
 want(all(c["kernel"]["release"] == rel2 for c in recs),
      "report: guest's records name %s (got %s)" % (rel2, sorted({c["kernel"]["release"] for c in recs})))
-want(all(c["verdict"] in ("pass", "fail") for c in recs), "report: verdicts on %s, not errors" % rel2)
+# A case may SKIP (a give-back that decided nothing on a loaded host): not an error.
+want(all(c["verdict"] != "error" for c in recs), "report: verdicts on %s, not errors" % rel2)
 print("fleet-test: verdicts on %s:" % rel2, ", ".join("%s %s" % (c["id"], c["verdict"]) for c in recs))
 want(nodes["guest-noheaders"]["state"] == "cannot_run" and nodes["guest-noheaders"]["facts"]["kernel_release"] == rel2,
      "guest-noheaders: cannot_run, facts on " + rel2)

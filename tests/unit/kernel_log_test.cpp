@@ -69,3 +69,26 @@ TEST(KernelLog, StackDumpsOfARequestedTaskDumpAreNot)
 				"[    9.3] Call Trace:\n";
 	EXPECT_EQ(kernel_alarms(log), (std::vector<std::string>{"[    9.1] BUG: KASAN: x", "[    9.3] Call Trace:"}));
 }
+
+// warn_alloc(): a page allocation failure's report (6.1.192, a long-term
+// pin's migration target under stress-ng in vm.memory-pressure) is memory
+// running short, not a bug; a WARNING in it, or a trace after it, is.
+TEST(KernelLog, AnAllocationFailuresStackDumpIsNot)
+{
+	const std::string report =
+		"[   83.594033] pinmatrix: page allocation failure: order:0, "
+		"mode:0x144cca(GFP_HIGHUSER_MOVABLE|__GFP_RETRY_MAYFAIL|__GFP_COMP), nodemask=0,cpuset=/,mems_allowed=0\n"
+		"[   83.594414] CPU: 0 PID: 222 Comm: pinmatrix Tainted: G           OE      6.1.0-57-amd64 #1\n"
+		"[   83.594657] Call Trace:\n"
+		"[   83.595290]  <TASK>\n"
+		"[   83.595706]  warn_alloc+0x151/0x170\n"
+		"[   83.595861]  migrate_pages_batch+0x2fb/0xc70\n"
+		"[   83.595900]  </TASK>\n"
+		"[   83.595950] Mem-Info:\n";
+	EXPECT_TRUE(kernel_alarms(report).empty());
+	const std::string after = report + "[   90.000000] WARNING: CPU: 0 PID: 80 at mm/page_alloc.c:4835\n"
+					   "[   90.000001] Call Trace:\n";
+	EXPECT_EQ(kernel_alarms(after), (std::vector<std::string>{"[   90.000000] WARNING: CPU: 0 PID: 80 at "
+								  "mm/page_alloc.c:4835",
+								  "[   90.000001] Call Trace:"}));
+}
