@@ -86,6 +86,14 @@ std::vector<plan_entry> select_plan(const std::vector<std::unique_ptr<suite>> &s
 	return out;
 }
 
+guest_needs guest_needs_of(const std::vector<plan_entry> &plan)
+{
+	guest_needs n;
+	for (const auto &e : plan)
+		n |= e.owner->prepares(e.c);
+	return n;
+}
+
 std::vector<size_t> suite_sizes(const std::vector<plan_entry> &plan)
 {
 	std::vector<size_t> sizes;

@@ -26,6 +26,23 @@ struct planned_case {
 	std::string name;	// kebab-case
 };
 
+// What the guest must prepare before the runner starts (vm/guest/job.sh):
+// the backing suite's scratch disk, the vDPA simulator, and QEMU's
+// intel-iommu with the edu device for VFIO type1.
+struct guest_needs {
+	bool disk_dir = false;
+	bool vdpa_sim = false;
+	bool vfio_edu = false;
+
+	guest_needs &operator|=(const guest_needs &o)
+	{
+		disk_dir |= o.disk_dir;
+		vdpa_sim |= o.vdpa_sim;
+		vfio_edu |= o.vfio_edu;
+		return *this;
+	}
+};
+
 struct suite_options {
 	std::string device;		// RDMA device; empty: the first one
 	size_t find_budget_mib = 2048;	// memory a pin case may fault in to find its page
@@ -45,6 +62,8 @@ public:
 	virtual std::vector<planned_case> cases() const = 0;
 	// One line for `pinmatrix cases`: what the case expects or checks.
 	virtual std::string describe(const planned_case &c) const = 0;
+	// What the guest must prepare for the case (the launcher asks the plan).
+	virtual guest_needs prepares(const planned_case &) const { return {}; }
 
 	// LTP style: nullopt when the suite can run here, else why not (every
 	// case becomes a SKIP with it). May record facts in doc["<suite>"].
@@ -133,6 +152,8 @@ struct plan_entry {
 // name, listing what is known, or for a list that leaves nothing.
 std::vector<plan_entry> select_plan(const std::vector<std::unique_ptr<suite>> &suites,
 				    const std::vector<std::string> &wanted);
+// What the guest must prepare for every case of the plan.
+guest_needs guest_needs_of(const std::vector<plan_entry> &plan);
 // The number of cases of each suite in the plan, in its order (the plan of
 // each suite's subtest in KTAP, reports/ktap.hpp).
 std::vector<size_t> suite_sizes(const std::vector<plan_entry> &plan);

@@ -25,7 +25,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backing_suite.hpp"
 #include "boot.hpp"
 #include "data_dir.hpp"
 #include "kernel_info.hpp"
@@ -33,7 +32,6 @@
 #include "kernels.hpp"
 #include "ktap.hpp"
 #include "matrix_file.hpp"
-#include "pinner_suite.hpp"
 #include "qmp.hpp"
 #include "plan.hpp"
 #include "report_input.hpp"
@@ -397,26 +395,13 @@ std::string shell_array(const std::vector<std::string> &argv)
 std::vector<plan_entry> group_plan(const std::vector<std::unique_ptr<suite>> &suites, const group_spec &g);
 suite_options group_suite_options(const group_spec &g);
 
-// What the guest must have for its plan (matrix mode only: a command or a
-// managed node runs no plan): the backing suite's scratch disk, the vDPA
-// simulator, and QEMU's intel-iommu with the edu device for VFIO type1
-// (pinner/vfio-type1, or --second-pin vfio-type1).
-struct guest_needs {
-	bool disk_dir = false;
-	bool vdpa_sim = false;
-	bool vfio_edu = false;
-};
-
+// What the guest must prepare for its plan (matrix mode only: a command or
+// a managed node runs no plan).
 guest_needs needs_of(const group_spec &g)
 {
-	guest_needs n;
 	if (!g.guest_cmd.empty() || g.ssh_port)
-		return n;
-	const auto plan = group_plan(make_suites(group_suite_options(g)), g);
-	n.disk_dir = plan_needs_disk_dir(plan);
-	n.vdpa_sim = plan_has_pinner(plan, "pinner/vdpa-sim");
-	n.vfio_edu = plan_has_pinner(plan, "pinner/vfio-type1") || g.pins.second_pin == "vfio-type1";
-	return n;
+		return {};
+	return guest_needs_of(group_plan(make_suites(group_suite_options(g)), g));
 }
 
 // What vm/guest/job.sh runs, as the shell assignments it sources: the

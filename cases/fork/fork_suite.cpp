@@ -16,6 +16,11 @@ class fork_suite final : public table_suite<fork_cases::fork_case> {
 public:
 	explicit fork_suite(const suite_options &opt) : table_suite("fork", fork_cases::case_table), opt_(opt) {}
 
+	guest_needs prepares(const planned_case &) const override
+	{
+		return {.vfio_edu = opt_.pins.second_pin == "vfio-type1"};
+	}
+
 	std::optional<std::string> preflight(json &doc) override
 	{
 		try {

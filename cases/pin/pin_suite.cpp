@@ -107,6 +107,12 @@ public:
 		       yes(row.first_holds_reference) + "; " + row.kernels + ")";
 	}
 
+	// VFIO type1 as the second pin pins through QEMU's edu device.
+	guest_needs prepares(const planned_case &) const override
+	{
+		return {.vfio_edu = opt_.pins.second_pin == "vfio-type1"};
+	}
+
 	std::optional<std::string> preflight(json &doc) override
 	{
 		try {

@@ -21,6 +21,11 @@ class pinner_suite final : public table_suite<pinner_cases::pinner_case> {
 public:
 	explicit pinner_suite(const suite_options &opt) : table_suite("pinner", pinner_cases::case_table), opt_(opt) {}
 
+	guest_needs prepares(const planned_case &c) const override
+	{
+		return {.vdpa_sim = c.id == "pinner/vdpa-sim", .vfio_edu = c.id == "pinner/vfio-type1"};
+	}
+
 	std::optional<std::string> preflight(json &doc) override
 	{
 		if (opt_.restricted == placement::ordinary || !opt_.restricted_present)
@@ -66,14 +71,6 @@ private:
 std::unique_ptr<suite> make_pinner_suite(const suite_options &opt)
 {
 	return std::make_unique<pinner_suite>(opt);
-}
-
-bool plan_has_pinner(const std::vector<plan_entry> &plan, const std::string &id)
-{
-	for (const auto &e : plan)
-		if (e.c.id == id)
-			return true;
-	return false;
 }
 
 } // namespace pinmatrix

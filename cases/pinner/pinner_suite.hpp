@@ -15,8 +15,4 @@ namespace pinmatrix {
 // version; each SKIPs with what is missing where the kernel lacks it. Pages are read through the test module, or under
 // --no-module through pagemap.
 std::unique_ptr<suite> make_pinner_suite(const suite_options &opt);
-// Whether the plan runs the case id ("pinner/vfio-type1"): the guest then
-// gets the device it needs (vm/launcher.cpp).
-bool plan_has_pinner(const std::vector<plan_entry> &plan, const std::string &id);
-
 } // namespace pinmatrix
