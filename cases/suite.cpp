@@ -5,8 +5,12 @@
 
 #include <algorithm>
 
+#include "case_telemetry.hpp"
 #include "pin_module.hpp"
+#include "second_pin.hpp"
 #include "sys_error.hpp"
+#include "table_suite.hpp"
+#include "verbs.hpp"
 
 namespace pinmatrix {
 
@@ -25,6 +29,61 @@ void cma_fill_once::before_case(const suite_options &opt, nlohmann::json &facts)
 	filled_ = true;
 	facts["pressure_bytes"] = pressure_.bytes;
 	facts["cma_takes_movable_allocations"] = pressure_.reached;
+}
+
+namespace {
+
+// The first need of `needs` this run does not meet, recording in facts
+// what it found of those it does.
+std::optional<std::string> unmet_need_of(const suite_needs &needs, const suite_options &opt, nlohmann::json &facts)
+{
+	if (needs.restricted_memory && (opt.restricted == placement::ordinary || !opt.restricted_present))
+		return "this boot has no restricted memory (boot movable, cma or hugetlb_cma)";
+	if (needs.page_probe) {
+		if (auto why = page_probe_unavailable(opt))
+			return why;
+		facts["placement"] = name(opt.restricted);
+	}
+	try {
+		if (needs.rdma_device)
+			facts["rdma_device"] = verbs_device::open(opt.device).name();
+		if (needs.second_pin) {
+			auto second = open_second_pinner(opt.pins.second_pin, opt.device);
+			facts["second_pin"] = second->name();
+			facts["device"] = second->device();
+		}
+	} catch (const unmet_need &e) {
+		return e.what();
+	}
+	return std::nullopt;
+}
+
+} // namespace
+
+std::optional<std::string> preflight_suite(const char *name, const suite_needs &needs, const suite_options &opt,
+					   const std::function<void(nlohmann::json &)> &facts, nlohmann::json &doc)
+{
+	nlohmann::json found = nlohmann::json::object();
+	if (auto why = unmet_need_of(needs, opt, found))
+		return why;
+	facts(found);
+	if (!found.empty())
+		doc[name] = found;
+	// Which GUP path decided each row, where the kernel lets it be seen.
+	if (needs.trace_session)
+		run_trace_session(doc);
+	return std::nullopt;
+}
+
+guest_needs guest_needs_of_options(const suite_needs &needs, const suite_options &opt)
+{
+	return {.vfio_edu = needs.second_pin && opt.pins.second_pin == "vfio-type1"};
+}
+
+void finish_suite(const suite_needs &needs, nlohmann::json &doc)
+{
+	if (needs.trace_session)
+		end_run_trace_session(doc);
 }
 
 namespace {

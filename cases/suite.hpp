@@ -83,8 +83,7 @@ public:
 	virtual void finish(nlohmann::json &) {}
 };
 
-// A table suite's helpers (registration, fork, race, UALink): its rows as
-// planned cases, and the row of an id (std::logic_error for an id that is
+// A table's helpers (cases/table_suite.hpp): its rows as planned cases, and the row of an id (std::logic_error for an id that is
 // not in the table: the runner only asks for the ids it was given).
 template <typename Row> std::vector<planned_case> planned_cases_of(const std::vector<Row> &table)
 {
@@ -101,24 +100,6 @@ template <typename Row> const Row &row_by_id(const std::vector<Row> &table, cons
 			return r;
 	throw std::logic_error(std::string("not a ") + suite + " case: " + id);
 }
-
-// The runner's interface over a table suite (registration, fork, race,
-// backing, pinner): its name, its rows as cases and a row's `checks` as its
-// description; row() is the row of a case for the rest.
-template <typename Row> class table_suite : public suite {
-public:
-	table_suite(const char *name, const std::vector<Row> &(*table)()) : name_(name), table_(table) {}
-	std::string name() const override { return name_; }
-	std::vector<planned_case> cases() const override { return planned_cases_of(table_()); }
-	std::string describe(const planned_case &c) const override { return row(c).checks; }
-
-protected:
-	const Row &row(const planned_case &c) const { return row_by_id(table_(), c.id, name_); }
-
-private:
-	const char *name_;
-	const std::vector<Row> &(*table_)();
-};
 
 // --no-module reads PFNs through /proc/self/pagemap, which shows them to
 // root only: why a suite that places pages cannot run, or nullopt.

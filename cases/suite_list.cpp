@@ -2,13 +2,13 @@
 // Every suite, in plan order: a new suite is one line here.
 #include "suite.hpp"
 
-#include "backing_suite.hpp"
-#include "fork_suite.hpp"
+#include "backing_cases.hpp"
+#include "fork_cases.hpp"
 #include "pin_suite.hpp"
-#include "pinner_suite.hpp"
-#include "race_suite.hpp"
-#include "registration_suite.hpp"
-#include "ualink/ualink_suite.hpp"
+#include "pinner_cases.hpp"
+#include "race_cases.hpp"
+#include "registration_cases.hpp"
+#include "ualink_cases.hpp"
 
 namespace pinmatrix {
 
@@ -16,12 +16,12 @@ std::vector<std::unique_ptr<suite>> make_suites(const suite_options &opt)
 {
 	std::vector<std::unique_ptr<suite>> all;
 	all.push_back(make_pin_suite(opt));
-	all.push_back(make_ualink_suite(opt));
-	all.push_back(make_registration_suite(opt));
-	all.push_back(make_fork_suite(opt));
-	all.push_back(make_race_suite(opt));
-	all.push_back(make_backing_suite(opt));
-	all.push_back(make_pinner_suite(opt));
+	all.push_back(make_table_suite(ualink::definition, opt));
+	all.push_back(make_table_suite(memlock::definition, opt));
+	all.push_back(make_table_suite(fork_cases::definition, opt));
+	all.push_back(make_table_suite(race_cases::definition, opt));
+	all.push_back(make_table_suite(backing_cases::definition, opt));
+	all.push_back(make_table_suite(pinner_cases::definition, opt));
 	return all;
 }
 

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
+#include "case_telemetry.hpp"
+#include "pin_module.hpp"
 #include "proc_pages.hpp"
-#include "suite.hpp"
 #include "sys_error.hpp"
 #include "verbs.hpp"
 
@@ -142,6 +144,14 @@ const version_outcome *outcome_for(const backing_case &c, const std::optional<ke
 
 namespace {
 
+// Where the row's memory is looked for, and the RDMA device.
+struct body_options {
+	std::string device;		// RDMA device; empty: the first one
+	placement restricted = placement::movable;
+	bool restricted_present = true;	// false: rows that start restricted SKIP
+	std::filesystem::path disk_dir;	// the file backing's directory
+};
+
 json page_counts(const std::vector<pinmatrix_page> &pages)
 {
 	size_t absent = 0, zero = 0, restricted = 0, ordinary = 0, unknown = 0;
@@ -242,9 +252,7 @@ void require_memory(const backing_case &c, const body_options &opt)
 		throw unmet_need("a 1 GiB hugetlb page in restricted memory comes from hugetlb_cma (boot hugetlb_cma)");
 }
 
-} // namespace
-
-json run_case(const backing_case &c, const page_prober &probe, const body_options &opt)
+json run_with(const backing_case &c, const page_prober &probe, const body_options &opt)
 {
 	require_memory(c, opt);
 	const verbs_device dev = verbs_device::open(opt.device);
@@ -283,8 +291,6 @@ json run_case(const backing_case &c, const page_prober &probe, const body_option
 }
 
 // The judge.
-
-namespace {
 
 std::string errno_text(int err)
 {
@@ -395,15 +401,9 @@ void judge_control(const backing_case &c, const json &observation, case_record &
 	}
 }
 
-} // namespace
-
-case_record not_run_case(const backing_case &c, verdict v, const std::string &reason,
-			 const std::optional<kernel_version> &kv)
+void expects(const backing_case &c, const std::optional<kernel_version> &kv, case_record &r)
 {
 	const version_outcome *want = outcome_for(c, kv);
-	case_record r;
-	r.id = c.id();
-	r.name = c.name;
 	r.details = {{"source", c.checks}, {"backing", name(c.kind)}};
 	r.expected = {{"summary", expected_summary(c, want)},
 		      {"mr", c.writable_mr ? "writable" : "read-only"},
@@ -414,14 +414,10 @@ case_record not_run_case(const backing_case &c, verdict v, const std::string &re
 		r.expected["because"] = want->because;
 		r.expected["since"] = want->from == every ? "every kernel" : want->from.text();
 	}
-	r.outcome = v;
-	r.reason = reason;
-	return r;
 }
 
-case_record judge_case(const backing_case &c, const json &observation, const std::optional<kernel_version> &v)
+void judge(const backing_case &c, const std::optional<kernel_version> &v, const json &observation, case_record &r)
 {
-	case_record r = not_run_case(c, verdict::pass, "", v);
 	r.observed = observation;
 	const int err = observation.at("errno");
 	(*r.observed)["summary"] = err ? "refused: " + errno_text(err) : "registered";
@@ -429,13 +425,13 @@ case_record judge_case(const backing_case &c, const json &observation, const std
 	if (!want) {
 		r.outcome = verdict::skip;
 		r.add_reason("the kernel's upstream version cannot be read and this row's outcome depends on it");
-		return r;
+		return;
 	}
 	judge_gup_path(c, observation, r);
 	if (const auto why = fast_rule_out_of_reach(c, observation); !why.empty() && r.outcome == verdict::pass) {
 		r.outcome = verdict::skip;
 		r.add_reason(why);
-		return r;
+		return;
 	}
 	if (err != want->err) {
 		r.outcome = verdict::fail;
@@ -443,10 +439,10 @@ case_record judge_case(const backing_case &c, const json &observation, const std
 			     (v ? v->text() : std::string("this kernel")) + " (" + want->because + ")");
 		if (const json traced = traced_gup_paths(observation); traced.is_object())
 			r.add_reason(traced_text(traced));
-		return r;
+		return;
 	}
 	if (err)
-		return r;
+		return;
 	const size_t pages = observation.at("pages");
 	if (const auto problem = pages_problem(c, observation.at("after"), pages); !problem.empty()) {
 		r.outcome = verdict::fail;
@@ -472,7 +468,52 @@ case_record judge_case(const backing_case &c, const json &observation, const std
 		r.add_reason("the record contradicts itself (a bug of pinmatrix): " +
 			     observation.value("inconsistent", std::string("?")));
 	}
-	return r;
 }
+
+// The file backing's directory: PINMATRIX_DISK_DIR (the guest's job sets
+// it to an ext4 scratch filesystem), else /var/tmp.
+std::filesystem::path disk_dir()
+{
+	const char *dir = getenv("PINMATRIX_DISK_DIR");
+	return dir && *dir ? dir : "/var/tmp";
+}
+
+void facts(const suite_options &, json &f)
+{
+	const auto v = running_kernel_version();
+	f["kernel_version"] = v ? json(v->text()) : json(nullptr);
+	f["disk_dir"] = disk_dir().string();
+}
+
+// A file on a disk filesystem: the guest mounts one (vm/guest/job.sh,
+// PINMATRIX_DISK_DIR), which costs a boot about 2 s under TCG.
+guest_needs prepares(const backing_case &c) { return {.disk_dir = c.kind == backing::file}; }
+
+} // namespace
+
+json run_case(const backing_case &c, const suite_options &opt)
+{
+	const auto probe = open_page_probe(opt.pins.without_module());
+	json result, telemetry_json;
+	{
+		// The row's registration, traced (case_telemetry.hpp).
+		case_telemetry telemetry(probe.module ? &*probe.module : nullptr);
+		result = run_with(c, probe.get(), {opt.device, opt.restricted, opt.restricted_present, disk_dir()});
+		telemetry_json = telemetry.finish();
+	}
+	result["observation"].update(telemetry_json);
+	return result;
+}
+
+const suite_definition<backing_case> definition = {
+	.name = "backing",
+	.table = case_table,
+	.needs = {.page_probe = true, .trace_session = true, .cma_filled = true},
+	.run = run_case,
+	.expects = expects,
+	.judge = judge,
+	.facts = facts,
+	.prepares = prepares,
+};
 
 } // namespace pinmatrix::backing_cases

@@ -18,10 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backing_memory.hpp"
-#include "case_record.hpp"
-#include "kernel_version.hpp"
-#include "page_probe.hpp"
-#include "placement.hpp"
+#include "table_suite.hpp"
 
 namespace pinmatrix::backing_cases {
 
@@ -75,20 +72,12 @@ const backing_case &case_by_id(const std::string &id);
 // differ (the expectation cannot be known).
 const version_outcome *outcome_for(const backing_case &c, const std::optional<kernel_version> &v);
 
-struct body_options {
-	std::string device;		// RDMA device; empty: the first one
-	placement restricted = placement::movable;
-	bool restricted_present = true;	// false: rows that start restricted SKIP
-	std::filesystem::path disk_dir;	// the file backing's directory
-};
+// The body, in the case's process: {"observation": {...}}, the row's
+// registration traced. Throws unmet_need (a SKIP) when the backing or the
+// RDMA device is not here.
+nlohmann::json run_case(const backing_case &c, const suite_options &opt);
 
-// The body, in the case's process: {"observation": {...}}. Throws
-// unmet_need (a SKIP) when the backing or the RDMA device is not here.
-nlohmann::json run_case(const backing_case &c, const page_prober &probe, const body_options &opt);
-// The judge, in the runner; v is the kernel's upstream version.
-case_record judge_case(const backing_case &c, const nlohmann::json &observation,
-		       const std::optional<kernel_version> &v);
-case_record not_run_case(const backing_case &c, verdict v, const std::string &reason,
-			 const std::optional<kernel_version> &kv);
+// The suite: its table, needs, body and judge.
+extern const suite_definition<backing_case> definition;
 
 } // namespace pinmatrix::backing_cases

@@ -12,7 +12,6 @@
 #include "byte_pattern.hpp"
 #include "mapping.hpp"
 #include "second_pin.hpp"
-#include "suite.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
 
@@ -29,11 +28,11 @@ const std::vector<fork_case> table = {
 	 "the child writes its view of the registered page: the parent's page is unchanged, the device's "
 	 "write through the parent's pin is what the parent's CPU reads, and the child still sees its own "
 	 "write",
-	 true, 'C'},
+	 true, 'O', 'C'},
 	{"device-write-stays-in-parent",
 	 "the child only reads: the device's write through the parent's pin is what the parent's CPU reads, "
 	 "and the child still sees the page as it was at fork",
-	 false, 'O'},
+	 false, 'O', 'O'},
 };
 
 // What a view of the page holds: 'O' as at fork, 'C' the child's write,
@@ -95,9 +94,9 @@ char read_byte(int fd)
 
 } // namespace
 
-json run_case(const fork_case &c, const std::string &second_pin, const std::string &device)
+json run_case(const fork_case &c, const suite_options &opt)
 {
-	auto second = open_second_pinner(second_pin, device);
+	auto second = open_second_pinner(opt.pins.second_pin, opt.device);
 	const size_t ps = page_size();
 	mapping page = mapping::anonymous(ps, true);
 	const uint64_t seed = std::random_device{}();
@@ -147,7 +146,8 @@ std::vector<check> checks_of(const fork_case &c, const json &o)
 	auto text = [&](const char *key) { return o.contains(key) ? o[key].dump() : std::string("(none)"); };
 	return {
 		{"registration errno", "0", text("errno")},
-		{"the parent's view after the child ran", "\"O\"", text("parent_view_after_child")},
+		{"the parent's view after the child ran", "\"" + std::string(1, c.parent_sees) + "\"",
+		 text("parent_view_after_child")},
 		{"device write read back by the parent's CPU", "true", text("device_cpu_agree")},
 		{"the child's view after the device write", "\"" + std::string(1, c.child_sees) + "\"",
 		 text("child_view_after_device_write")},
@@ -157,30 +157,22 @@ std::vector<check> checks_of(const fork_case &c, const json &o)
 
 std::string expected_summary(const fork_case &c)
 {
-	return std::string("parent: as at fork, then the device's write; child: ") +
+	return std::string("parent: ") + (c.parent_sees == 'O' ? "as at fork" : "the child's write") +
+	       ", then the device's write; child: " +
 	       (c.child_sees == 'C' ? "its own write" : "as at fork");
 }
 
-} // namespace
-
-case_record not_run_case(const fork_case &c, verdict v, const std::string &reason)
+void expects(const fork_case &c, const std::optional<kernel_version> &, case_record &r)
 {
-	case_record r;
-	r.id = c.id();
-	r.name = c.name;
 	r.details = {{"source", c.checks}};
 	r.expected = {{"summary", expected_summary(c)},
 		      {"child_sees", std::string(1, c.child_sees)},
-		      {"parent_sees", "O"},
+		      {"parent_sees", std::string(1, c.parent_sees)},
 		      {"device_cpu_agree", true}};
-	r.outcome = v;
-	r.reason = reason;
-	return r;
 }
 
-case_record judge_case(const fork_case &c, const json &observation)
+void judge(const fork_case &c, const std::optional<kernel_version> &, const json &observation, case_record &r)
 {
-	case_record r = not_run_case(c, verdict::pass, "");
 	json checks = json::array();
 	for (const auto &k : checks_of(c, observation)) {
 		const bool ok = k.want == k.got;
@@ -194,7 +186,17 @@ case_record judge_case(const fork_case &c, const json &observation)
 	r.observed = observation;
 	(*r.observed)["checks"] = checks;
 	(*r.observed)["summary"] = r.outcome == verdict::pass ? "as expected" : r.reason;
-	return r;
 }
+
+} // namespace
+
+const suite_definition<fork_case> definition = {
+	.name = "fork",
+	.table = case_table,
+	.needs = {.second_pin = true},
+	.run = run_case,
+	.expects = expects,
+	.judge = judge,
+};
 
 } // namespace pinmatrix::fork_cases

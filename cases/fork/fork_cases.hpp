@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "case_record.hpp"
+#include "table_suite.hpp"
 
 namespace pinmatrix::fork_cases {
 
@@ -24,8 +24,10 @@ struct fork_case {
 	const char *name;
 	const char *checks;		// what it checks, for `pinmatrix cases`
 	bool child_writes;		// the child writes its view of the page before the device write
-	// What the child must see after the parent's device write:
-	// 'C' its own write, 'O' the page as it was at fork.
+	// What the parent must see after the child ran, and what the child
+	// must see after the parent's device write: 'O' the page as it was at
+	// fork, 'C' the child's write.
+	char parent_sees;
 	char child_sees;
 
 	std::string id() const { return std::string("fork/") + name; }
@@ -35,12 +37,12 @@ const std::vector<fork_case> &case_table();
 // Throws std::logic_error for an id not in the table.
 const fork_case &case_by_id(const std::string &id);
 
-// The body, in the case's process: {"observation": {...}}. second_pin is
-// --second-pin (cases/common/second_pin.hpp); throws unmet_need when it cannot
-// run here (a SKIP).
-nlohmann::json run_case(const fork_case &c, const std::string &second_pin, const std::string &device);
-// The judge, in the runner.
-case_record judge_case(const fork_case &c, const nlohmann::json &observation);
-case_record not_run_case(const fork_case &c, verdict v, const std::string &reason);
+// The body, in the case's process: {"observation": {...}}, through the
+// run's --second-pin (cases/common/second_pin.hpp); throws unmet_need when
+// it cannot run here (a SKIP).
+nlohmann::json run_case(const fork_case &c, const suite_options &opt);
+
+// The suite: its table, needs, body and judge.
+extern const suite_definition<fork_case> definition;
 
 } // namespace pinmatrix::fork_cases

@@ -580,9 +580,7 @@ json run_gup_test_over_2g(const pinner_case &c, const page_prober &probe, const 
 	return o;
 }
 
-} // namespace
-
-json run_case(const pinner_case &c, const page_prober &probe, const body_options &opt)
+json run_body(const pinner_case &c, const page_prober &probe, const body_options &opt)
 {
 	switch (c.kind) {
 	case pinner_kind::udmabuf:
@@ -601,6 +599,21 @@ json run_case(const pinner_case &c, const page_prober &probe, const body_options
 		return {{"observation", run_gup_test_over_2g(c, probe, opt)}};
 	}
 	throw std::logic_error("pinner case of no kind: " + c.id());
+}
+
+} // namespace
+
+json run_case(const pinner_case &c, const suite_options &opt)
+{
+	std::optional<pin_module> module;
+	try {
+		if (!opt.pins.without_module())
+			module.emplace(pin_module::open());
+	} catch (const unmet_need &) {
+	}
+	pagemap_prober pagemap;
+	const page_prober &probe = module ? static_cast<const page_prober &>(*module) : pagemap;
+	return run_body(c, probe, {opt.device, opt.restricted, size_t(256) << 20, running_kernel_version()});
 }
 
 } // namespace pinmatrix::pinner_cases

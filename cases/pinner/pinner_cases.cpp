@@ -160,13 +160,11 @@ expectation expectation_for(const pinner_case &c, const std::optional<kernel_ver
 
 // The judge.
 
-case_record not_run_case(const pinner_case &c, const std::optional<kernel_version> &v, verdict outcome,
-			 const std::string &reason)
+namespace {
+
+void expects(const pinner_case &c, const std::optional<kernel_version> &v, case_record &r)
 {
 	const expectation e = expectation_for(c, v);
-	case_record r;
-	r.id = c.id();
-	r.name = c.name;
 	r.details = {{"source", c.checks}, {"pinner", c.pinner}};
 	r.expected = {{"summary", e.summary},
 		      {"kernel_version", v ? json(v->text()) : json(nullptr)},
@@ -175,12 +173,7 @@ case_record not_run_case(const pinner_case &c, const std::optional<kernel_versio
 		      {"kernel_source", e.source},
 		      {"memory_given_back_while_held",
 		       e.given_back_while_held ? json(*e.given_back_while_held) : json(nullptr)}};
-	r.outcome = outcome;
-	r.reason = reason;
-	return r;
 }
-
-namespace {
 
 // A give-back that decided nothing (the oracle said neither yes nor no, or
 // a refusal the control shares): this machine could not give the answer,
@@ -393,32 +386,53 @@ void judge_never_movable(const pinner_case &c, const json &o, case_record &r)
 		r.add_reason("the buffer as a dma-buf MR: " + o["dmabuf_mr"].value("detail", std::string("?")));
 }
 
-} // namespace
-
-case_record judge_case(const pinner_case &c, const std::optional<kernel_version> &v, const json &observation)
+void judge(const pinner_case &c, const std::optional<kernel_version> &v, const json &observation, case_record &r)
 {
-	case_record r = not_run_case(c, v, verdict::pass, "");
 	const expectation e = expectation_for(c, v);
 	r.observed = observation;
 	if (e.fate == page_fate::never_movable) {
 		judge_never_movable(c, observation, r);
-		return r;
+		return;
 	}
 	if (const int err = observation.at("errno"); err) {
 		r.outcome = verdict::fail;
 		r.add_reason(std::string(c.pinner) + " failed with errno " + std::to_string(err) + " (expected it to " +
 			     "succeed)");
-		return r;
+		return;
 	}
 	if (!judge_one_call(observation, r))
-		return r;
+		return;
 	judge_page(e, observation, r);
 	judge_pin_device_write(observation, r);
 	judge_give_back(e, observation, r);
 	const std::string before = observation.at("before").value("placement", std::string("?"));
 	const std::string after = observation.at("after").value("placement", std::string("?"));
 	(*r.observed)["summary"] = std::string(c.pinner) + " ok; page " + before + " -> " + after;
-	return r;
 }
+
+void facts(const suite_options &opt, json &f)
+{
+	const auto v = running_kernel_version();
+	f["placement"] = name(opt.restricted);
+	f["kernel_version"] = v ? json(v->text()) : json(nullptr);
+}
+
+guest_needs prepares(const pinner_case &c)
+{
+	return {.vdpa_sim = c.kind == pinner_kind::vdpa_sim, .vfio_edu = c.kind == pinner_kind::vfio_type1};
+}
+
+} // namespace
+
+const suite_definition<pinner_case> definition = {
+	.name = "pinner",
+	.table = case_table,
+	.needs = {.restricted_memory = true, .page_probe = true},
+	.run = run_case,
+	.expects = expects,
+	.judge = judge,
+	.facts = facts,
+	.prepares = prepares,
+};
 
 } // namespace pinmatrix::pinner_cases

@@ -24,8 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "case_record.hpp"
-#include "kernel_version.hpp"
+#include "table_suite.hpp"
 #include "page_probe.hpp"
 #include "placement.hpp"
 
@@ -93,14 +92,13 @@ struct body_options {
 	std::chrono::seconds pin_bound{10};
 };
 
-// The body, in the case's process: {"observation": {...}}. Throws
+// The body, in the case's process: {"observation": {...}}, its pages read
+// through the test module, or under --no-module through pagemap. Throws
 // unmet_need (a SKIP, with its reason) where the pinner or the page is
-// missing, and for every case without a body.
-nlohmann::json run_case(const pinner_case &c, const page_prober &probe, const body_options &opt);
-// The judge, in the runner, under the row of kernel v.
-case_record judge_case(const pinner_case &c, const std::optional<kernel_version> &v,
-		       const nlohmann::json &observation);
-case_record not_run_case(const pinner_case &c, const std::optional<kernel_version> &v, verdict outcome,
-			 const std::string &reason);
+// missing.
+nlohmann::json run_case(const pinner_case &c, const suite_options &opt);
+
+// The suite: its table, needs, body and judge.
+extern const suite_definition<pinner_case> definition;
 
 } // namespace pinmatrix::pinner_cases

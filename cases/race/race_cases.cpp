@@ -116,6 +116,13 @@ void move_page(std::byte *from, std::byte *to)
 		throw last_sys_error("mremap of a restricted page into the race buffer");
 }
 
+// Where a round's buffer must be, and the RDMA device of its pins.
+struct body_options {
+	std::string device;		// RDMA device; empty: the first one
+	placement restricted = placement::movable;
+	size_t find_budget_bytes = 64 << 20;
+};
+
 // A buffer of c.pages pages, every one in restricted memory, by
 // construction: anonymous 4 KiB pages are faulted in chunk by chunk and
 // each one that landed in restricted memory is moved into the buffer,
@@ -264,9 +271,7 @@ round_result race_round(const race_case &c, const page_prober &probe, const body
 	return r;
 }
 
-} // namespace
-
-json run_case(const race_case &c, const page_prober &probe, const body_options &opt)
+json run_rounds(const race_case &c, const page_prober &probe, const body_options &opt)
 {
 	std::vector<std::unique_ptr<second_pinner>> pinners;
 	for (unsigned t = 0; t < c.threads; t++) {
@@ -309,6 +314,14 @@ json run_case(const race_case &c, const page_prober &probe, const body_options &
 		  {"cpus", std::thread::hardware_concurrency()}}}};
 }
 
+} // namespace
+
+json run_case(const race_case &c, const suite_options &opt)
+{
+	const auto probe = open_page_probe(opt.pins.without_module());
+	return run_rounds(c, probe.get(), {opt.device, opt.restricted, size_t(64) << 20});
+}
+
 // The judge.
 
 namespace {
@@ -320,25 +333,15 @@ std::string expected_summary(const race_case &c)
 	       " racing pins that succeeds leaves none of the buffer's pages in restricted memory (ENOMEM legal)";
 }
 
-} // namespace
-
-case_record not_run_case(const race_case &c, verdict v, const std::string &reason)
+void expects(const race_case &c, const std::optional<kernel_version> &, case_record &r)
 {
-	case_record r;
-	r.id = c.id();
-	r.name = c.name;
 	r.details = {{"source", c.checks}, {"second_pin", c.pinners}};
 	r.expected = {{"summary", expected_summary(c)},
 		      {"threads", c.threads},
 		      {"pages", c.pages},
 		      {"rounds", c.rounds},
 		      {"success_in_place", false}};
-	r.outcome = v;
-	r.reason = reason;
-	return r;
 }
-
-namespace {
 
 // A row whose pins race an mlock(): a round whose mlock() failed (or said
 // nothing) put no page in a per-CPU mlock batch.
@@ -395,11 +398,8 @@ void judge_unplaced(const json &rounds, case_record &r)
 	}
 }
 
-} // namespace
-
-case_record judge_case(const race_case &c, const json &observation)
+void judge(const race_case &c, const std::optional<kernel_version> &, const json &observation, case_record &r)
 {
-	case_record r = not_run_case(c, verdict::pass, "");
 	size_t successes = 0, refusals = 0, in_place_rounds = 0;
 	const auto &rounds = observation.at("rounds");
 	for (size_t i = 0; i < rounds.size(); i++) {
@@ -439,7 +439,20 @@ case_record judge_case(const race_case &c, const json &observation)
 	(*r.observed)["rounds_in_place"] = in_place_rounds;
 	(*r.observed)["summary"] = std::to_string(successes) + " pins ok, " + std::to_string(refusals) +
 				   " refused, " + std::to_string(in_place_rounds) + " rounds in place";
-	return r;
 }
+
+void facts(const suite_options &, json &f) { f["cpus"] = sysconf(_SC_NPROCESSORS_ONLN); }
+
+} // namespace
+
+const suite_definition<race_case> definition = {
+	.name = "race",
+	.table = case_table,
+	.needs = {.restricted_memory = true, .page_probe = true, .cma_filled = true},
+	.run = run_case,
+	.expects = expects,
+	.judge = judge,
+	.facts = facts,
+};
 
 } // namespace pinmatrix::race_cases

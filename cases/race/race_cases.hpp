@@ -15,9 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "case_record.hpp"
-#include "page_probe.hpp"
-#include "placement.hpp"
+#include "table_suite.hpp"
 
 namespace pinmatrix::race_cases {
 
@@ -40,18 +38,12 @@ const std::vector<race_case> &case_table();
 // Throws std::logic_error for an id not in the table.
 const race_case &case_by_id(const std::string &id);
 
-struct body_options {
-	std::string device;		// RDMA device; empty: the first one
-	placement restricted = placement::movable;
-	size_t find_budget_bytes = 64 << 20;
-};
-
 // The body, in the case's process: {"observation": {...}}. Throws
 // unmet_need (a SKIP) without a pinner or without a buffer in restricted
 // memory.
-nlohmann::json run_case(const race_case &c, const page_prober &probe, const body_options &opt);
-// The judge, in the runner.
-case_record judge_case(const race_case &c, const nlohmann::json &observation);
-case_record not_run_case(const race_case &c, verdict v, const std::string &reason);
+nlohmann::json run_case(const race_case &c, const suite_options &opt);
+
+// The suite: its table, needs, body and judge.
+extern const suite_definition<race_case> definition;
 
 } // namespace pinmatrix::race_cases

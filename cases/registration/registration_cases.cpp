@@ -47,11 +47,11 @@ const memlock_case &case_by_id(const std::string &id)
 // The body.
 namespace {
 
-mapping page_to_register(const std::optional<pin_module> &module, const body_options &opt)
+mapping page_to_register(const std::optional<pin_module> &module, const suite_options &opt)
 {
 	const pagemap_prober pagemap;
 	const page_prober *probe = module ? static_cast<const page_prober *>(&*module)
-			       : opt.without_module ? &pagemap
+			       : opt.pins.without_module() ? &pagemap
 						    : nullptr;
 	if (probe && opt.restricted != placement::ordinary && opt.restricted_present)
 		if (auto found = find_page(*probe, opt.restricted, 16 << 20))
@@ -92,12 +92,12 @@ json registration_json(const registration &reg)
 
 } // namespace
 
-json run_case(const memlock_case &c, const body_options &opt)
+json run_case(const memlock_case &c, const suite_options &opt)
 {
 	auto dev = verbs_device::open(opt.device);
 	std::optional<pin_module> module;
 	try {
-		if (!opt.without_module)
+		if (!opt.pins.without_module())
 			module.emplace(pin_module::open());
 	} catch (const unmet_need &) {
 	}
@@ -131,18 +131,13 @@ std::string expected_summary(const memlock_case &c)
 	return errno_name(c.expected_errno) + ", " + c.expected_class;
 }
 
-case_record record(const memlock_case &c, verdict v)
+void expects(const memlock_case &c, const std::optional<kernel_version> &, case_record &r)
 {
-	case_record r;
-	r.id = c.id();
-	r.name = c.name;
 	r.details = {{"second_pin", "ibv_reg_mr"}, {"checks", c.checks}, {"source", c.source}};
 	r.expected = {{"errno", c.expected_errno},
 		      {"class", c.expected_class},
 		      {"limit", std::to_string(c.num) + "/" + std::to_string(c.den) + " page"},
 		      {"summary", expected_summary(c)}};
-	r.outcome = v;
-	return r;
 }
 
 // The telemetry's record of the squeezed registration, if any.
@@ -195,24 +190,26 @@ json observed_of(const json &obs)
 	return observed;
 }
 
-} // namespace
-
-case_record judge_case(const memlock_case &c, const json &obs)
+void judge(const memlock_case &c, const std::optional<kernel_version> &, const json &obs, case_record &r)
 {
 	const auto why = mismatches(c, obs);
-	case_record r = record(c, why.empty() ? verdict::pass : verdict::fail);
+	if (!why.empty())
+		r.outcome = verdict::fail;
 	r.observed = observed_of(obs);
 	r.latency_ns = obs.value("latency_ns", int64_t(0));
 	for (const auto &w : why)
 		r.add_reason(w);
-	return r;
 }
 
-case_record not_run_record(const memlock_case &c, verdict v, const std::string &reason)
-{
-	case_record r = record(c, v);
-	r.reason = reason;
-	return r;
-}
+} // namespace
+
+const suite_definition<memlock_case> definition = {
+	.name = "registration",
+	.table = case_table,
+	.needs = {.rdma_device = true, .trace_session = true},
+	.run = run_case,
+	.expects = expects,
+	.judge = judge,
+};
 
 } // namespace pinmatrix::memlock

@@ -15,10 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "case_record.hpp"
-
-#include "placement.hpp"
-#include "verdict.hpp"
+#include "table_suite.hpp"
 
 namespace pinmatrix::memlock {
 
@@ -39,23 +36,12 @@ const std::vector<memlock_case> &case_table();
 // Throws std::logic_error for an id not in the table.
 const memlock_case &case_by_id(const std::string &id);
 
-// Where the body looks for its page: a page a long-term pin would have to
-// migrate when this boot has one (the classification must still blame the
-// limit), else an ordinary one.
-struct body_options {
-	std::string device;		// RDMA device; empty: the first one
-	placement restricted = placement::movable;
-	bool restricted_present = true;
-	// --no-module: the module is not opened; pages are read through
-	// pagemap (lib/page_probe.hpp).
-	bool without_module = false;
-};
+// The body, in the case's process: {"observation": {...}}. It looks for a
+// page a long-term pin would have to migrate when this boot has one (the
+// classification must still blame the limit), else an ordinary one.
+nlohmann::json run_case(const memlock_case &c, const suite_options &opt);
 
-// The body, in the case's process: {"observation": {...}}.
-nlohmann::json run_case(const memlock_case &c, const body_options &opt);
-// The judge, in the runner: the record of an observation.
-case_record judge_case(const memlock_case &c, const nlohmann::json &obs);
-// The record of a case that did not run to an observation.
-case_record not_run_record(const memlock_case &c, verdict v, const std::string &reason);
+// The suite: its table, needs, body and judge.
+extern const suite_definition<memlock_case> definition;
 
 } // namespace pinmatrix::memlock

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 
-#include "suite.hpp"
 #include "sys_error.hpp"
 #include "text.hpp"
 
@@ -166,9 +165,7 @@ void judge_undecided(const json &observation, case_record &r)
 	}
 }
 
-} // namespace
-
-case_record judge_case(const case_def &def, const json &observation)
+void judge(const case_def &, const std::optional<kernel_version> &, const json &observation, case_record &r)
 {
 	std::vector<std::string> failed;
 	const json &checks = observation.at("checks");
@@ -176,37 +173,81 @@ case_record judge_case(const case_def &def, const json &observation)
 		if (!k.at("ok").get<bool>())
 			failed.push_back(k.at("what").get<std::string>() + ": want " +
 					 k.at("want").get<std::string>() + ", got " + k.at("got").get<std::string>());
-	verdict v = verdict::pass;
-	std::string reason;
 	if (checks.empty()) {
-		v = verdict::error;
-		reason = "the case made no check";
+		r.outcome = verdict::error;
+		r.reason = "the case made no check";
 	} else if (!failed.empty()) {
-		v = verdict::fail;
+		r.outcome = verdict::fail;
 		for (const auto &f : failed)
-			reason += (reason.empty() ? "" : "; ") + f;
+			r.reason += (r.reason.empty() ? "" : "; ") + f;
 	}
-	case_record r = not_run_case(def, v, reason);
 	judge_undecided(observation, r);
 	r.observed = observation;
 	if (observation.contains("latency_ns"))
 		r.latency_ns = observation["latency_ns"].get<int64_t>();
-	return r;
 }
 
-case_record not_run_case(const case_def &def, verdict v, const std::string &reason)
+void expects(const case_def &def, const std::optional<kernel_version> &, case_record &r)
 {
 	json expect = json::object();
 	for (const auto &e : def.expect)
 		expect[std::string(e.key)] = e.value;
-	case_record r;
-	r.id = def.id();
-	r.name = def.name;
 	r.details = {{"source", std::string(def.checks)}};
 	r.expected = {{"summary", std::string(def.expected)}, {"values", expect}};
-	r.outcome = v;
-	r.reason = reason;
-	return r;
 }
+
+// What discovery found, in the run's document; never a reason to skip the
+// whole suite: the ABI case needs no device, and every other case SKIPs
+// with its own reason when it cannot run.
+void facts(const suite_options &, json &u)
+{
+	try {
+		const auto found = discover();
+		u["discovery"] = found.method;
+		u["accelerators"] = json::array();
+		bool model = false;
+		for (const auto &a : found.accels) {
+			u["driver"] = a.driver();
+			model |= a.is_model();
+			u["accelerators"].push_back({{"node", a.node()},
+						     {"accel_id", a.id()},
+						     {"accel_state", a.accel_state()},
+						     {"local_accels", a.local_accels()}});
+		}
+		u["not_ualink"] = found.skipped;
+		if (model)
+			if (auto f = model_faults())
+				u["model_faults"] = *f;
+	} catch (const std::exception &e) {
+		u["discovery_error"] = e.what();
+	}
+}
+
+// A case that died with the model's accelerator offline must not skip the
+// rest: each case starts with every model accelerator active.
+void before_case(const suite_options &)
+{
+	try {
+		for (const auto &a : discover().accels)
+			if (a.is_model() && a.accel_state() != "active")
+				a.set_accel_state("active");
+	} catch (const std::exception &) {
+	}
+}
+
+json run(const case_def &def, const suite_options &) { return run_case(def); }
+
+} // namespace
+
+const suite_definition<case_def> definition = {
+	.name = "ualink",
+	.table = case_table,
+	.needs = {},
+	.run = run,
+	.expects = expects,
+	.judge = judge,
+	.facts = facts,
+	.before_case = before_case,
+};
 
 } // namespace pinmatrix::ualink

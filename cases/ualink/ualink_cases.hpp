@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "case_record.hpp"
+#include "table_suite.hpp"
 
 #include "ualink_device.hpp"
 #include "verdict.hpp"
@@ -119,9 +119,8 @@ private:
 // In the case's child process: {"observation": ...}; throws unmet_need for
 // a SKIP.
 nlohmann::json run_case(const case_def &def);
-// In the runner: the record of a case.
-case_record judge_case(const case_def &def, const nlohmann::json &observation);
-case_record not_run_case(const case_def &def, verdict v, const std::string &reason);
+// The suite: its table, body, judge, and the facts of discovery.
+extern const suite_definition<case_def> definition;
 
 std::string rc_name(int rc);	// "ok", "EINVAL (22)"
 

@@ -51,15 +51,15 @@ TEST(CaseRecord, EverySuitesRecordSurvivesTheTripThroughJson)
 	expect_round_trip(record_of(not_run(a, verdict::skip, "no device")));
 
 	const auto &m = memlock::case_table().front();
-	expect_round_trip(memlock::judge_case(m, {{"errno", 12}, {"latency_ns", 40}}));
-	expect_round_trip(memlock::not_run_record(m, verdict::error, "guest died"));
+	expect_round_trip(judge_row(memlock::definition, m, std::nullopt, {{"errno", 12}, {"latency_ns", 40}}));
+	expect_round_trip(record_of_row(memlock::definition, m, std::nullopt, verdict::error, "guest died"));
 
 	const auto &u = ualink::case_table().front();
 	const json checked = {{"summary", "1 check ok"},
 			      {"checks", {{{"what", "export"}, {"want", "0"}, {"got", "0"}, {"ok", true}}}},
 			      {"facts", json::object()},
 			      {"latency_ns", 77}};
-	const case_record judged = ualink::judge_case(u, checked);
+	const case_record judged = judge_row(ualink::definition, u, std::nullopt, checked);
 	EXPECT_EQ(judged.outcome, verdict::pass);
 	EXPECT_EQ(judged.latency_ns, 77);
 	expect_round_trip(judged);

@@ -14,6 +14,17 @@ using nlohmann::json;
 
 namespace {
 
+// The suite's judge and not-run record, as the runner calls them.
+case_record judge_case(const fork_case &c, const json &o) { return judge_row(definition, c, std::nullopt, o); }
+case_record not_run_case(const fork_case &c, verdict v, const std::string &why)
+{
+	return record_of_row(definition, c, std::nullopt, v, why);
+}
+
+} // namespace
+
+namespace {
+
 json correct(const fork_case &c)
 {
 	return {{"errno", 0},

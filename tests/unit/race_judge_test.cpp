@@ -15,6 +15,13 @@ using nlohmann::json;
 
 namespace {
 
+// The suite's judge, as the runner calls it.
+case_record judge_case(const race_case &c, const nlohmann::json &o) { return judge_row(definition, c, std::nullopt, o); }
+
+} // namespace
+
+namespace {
+
 // Every round of c: its pins succeeded, none of its pages left behind.
 json correct(const race_case &c)
 {
