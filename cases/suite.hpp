@@ -83,8 +83,9 @@ public:
 	virtual void finish(nlohmann::json &) {}
 };
 
-// A table's helpers (cases/table_suite.hpp): its rows as planned cases, and the row of an id (std::logic_error for an id that is
-// not in the table: the runner only asks for the ids it was given).
+// A table's helpers (cases/table_suite.hpp): its rows as planned cases, and
+// the row of an id (std::logic_error for an id that is not in the table:
+// the runner only asks for the ids it was given).
 template <typename Row> std::vector<planned_case> planned_cases_of(const std::vector<Row> &table)
 {
 	std::vector<planned_case> out;

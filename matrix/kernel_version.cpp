@@ -29,18 +29,44 @@ std::optional<kernel_version> upstream_version(const std::string &release, const
 	return std::nullopt;
 }
 
+namespace {
+
+// The release after v, as before() counts.
+kernel_version following(const kernel_version &v)
+{
+	if (v.minor == INT_MAX)
+		return {v.major + 1, 0, 0};
+	if (v.patch == INT_MAX)
+		return {v.major, v.minor + 1, 0};
+	return {v.major, v.minor, v.patch + 1};
+}
+
+} // namespace
+
+std::string range_text(const version_range &r)
+{
+	const std::string commit = r.commit ? std::string(" (") + r.commit + ")" : "";
+	if (r.first == kernel_version{0, 0, 0}) {
+		if (r.open)
+			return "every kernel";
+		const kernel_version next = following(r.last);
+		return "before " + (next.patch ? next.text() : std::to_string(next.major) + "." + std::to_string(next.minor));
+	}
+	if (r.open)
+		return r.first.text() + " on" + commit;
+	if (r.first.patch == 0 && r.last.patch == INT_MAX && r.first.major == r.last.major &&
+	    r.first.minor == r.last.minor)
+		return "every " + std::to_string(r.first.major) + "." + std::to_string(r.first.minor) + commit;
+	return r.first.text() + "-" + r.last.text() + commit;
+}
+
 std::string ranges_text(const std::vector<version_range> &ranges)
 {
 	if (ranges.empty())
 		return "every kernel";
 	std::string s;
-	for (const auto &r : ranges) {
-		const bool whole_series = !r.open && r.first.patch == 0 && r.last.patch == INT_MAX &&
-					  r.first.major == r.last.major && r.first.minor == r.last.minor;
-		s += (s.empty() ? "" : ", ") +
-		     (whole_series ? "every " + std::to_string(r.first.major) + "." + std::to_string(r.first.minor)
-				   : r.first.text() + (r.open ? " on" : "-" + r.last.text()));
-	}
+	for (const auto &r : ranges)
+		s += (s.empty() ? "" : ", ") + range_text(r);
 	return s;
 }
 

@@ -13,23 +13,6 @@ namespace {
 
 using op = record_test::op;
 
-constexpr kernel_version v(int major, int minor, int patch)
-{
-	return {major, minor, patch};
-}
-
-// Every release of one stable series.
-constexpr version_range series(int major, int minor)
-{
-	return {v(major, minor, 0), v(major, minor, INT_MAX)};
-}
-
-// From a release on, nothing known fixes it.
-constexpr version_range from(int major, int minor, int patch)
-{
-	return {v(major, minor, patch), {}, true};
-}
-
 // A CMA heap's page is on no LRU: nothing can isolate it, and 6.1 retries
 // the long-term pin until the task is killed.
 known_bug cma_heap_longterm_retry()
@@ -43,7 +26,7 @@ known_bug cma_heap_longterm_retry()
 		 {"pinner/cma-heap"},
 		 // The 6.1.129-6.1.154 window carried 1aaf8c122918, which ended
 		 // the loop by pinning in place (the row's other legal end).
-		 {{v(6, 1, 0), v(6, 1, 128)}, {v(6, 1, 155), v(6, 1, INT_MAX)}},
+		 {{{6, 1, 0}, {6, 1, 128}}, {{6, 1, 155}, {6, 1, INT_MAX}}},
 		 nullptr,
 		 "unfixed: 1aaf8c122918 (mm: gup: fix infinite loop within __get_longterm_locked) ended the loop by "
 		 "pinning such a folio in place and was reverted by 517f496e1e61 for the race that opened",
@@ -65,7 +48,7 @@ known_bug one_call_over_2g_refused()
 		 "mm/gup.c: check_and_migrate_movable_pages() begins with kmalloc_array() of a folio pointer per page "
 		 "(commit 53ba78de064b), which cannot pass KMALLOC_MAX_SIZE: 4 MiB, 2 GiB of 4 KiB pages",
 		 {"pinner/gup-test-over-2g"},
-		 {series(6, 11)},
+		 {whole_series(6, 11)},
 		 "94efde1d1539",
 		 "mm/gup: avoid an unnecessary allocation call for FOLL_LONGTERM cases (6.12-rc7)",
 		 "the suite's mutant kernels (pinmatrix_mutant=13, matrix/patches/); no 6.11 kernel here",
@@ -90,7 +73,7 @@ const std::vector<known_bug> &known_bugs()
 		 "check (meant for GUP-fast) refuses a page that is not long-term pinnable: WARN_ON_ONCE and "
 		 "-ENOMEM before check_and_migrate_movable_pages() can move it",
 		 {"backing/hugetlb-2m"},
-		 {series(6, 1)},
+		 {whole_series(6, 1)},
 		 nullptr,
 		 "no fix in the 6.1 stable series; upstream retired follow_hugetlb_page() in 6.5's GUP rework "
 		 "(hugetlb goes through follow_page_mask() and migrates), as 6.12 shows",
@@ -104,7 +87,7 @@ const std::vector<known_bug> &known_bugs()
 		 "drivers/infiniband/sw/rxe/rxe_odp.c: __rxe_odp_mr_copy() copies at the start of its "
 		 "kmap_local_page() mapping, without the offset in the page it computed",
 		 {"pinner/rxe-odp"},
-		 {from(7, 2, 0)},
+		 {since({7, 2, 0})},
 		 nullptr,
 		 "unfixed (an earlier form, page_address() plus the offset, was right)",
 		 "Debian's 7.2.13 (7.2.13+deb14)",
@@ -120,7 +103,7 @@ const std::vector<known_bug> &known_bugs()
 		 "mm/gup.c: collect_longterm_unpinnable_folios() returned on an empty list (commit 1aaf8c122918)",
 		 {"race/reg-mr-same-buffer", "race/io-uring-same-buffer", "race/mixed-same-buffer",
 		  "race/reg-mr-while-isolated"},
-		 {{v(6, 1, 129), v(6, 1, 154)}, {v(6, 6, 79), v(6, 6, 108)}, {v(6, 12, 14), v(6, 12, 35)}},
+		 {{{6, 1, 129}, {6, 1, 154}}, {{6, 6, 79}, {6, 6, 108}}, {{6, 12, 14}, {6, 12, 35}}},
 		 "517f496e1e61",
 		 "the revert of 1aaf8c122918",
 		 "the suite's mutant kernels (pinmatrix_mutant=1, matrix/patches/)",
@@ -133,7 +116,7 @@ const std::vector<known_bug> &known_bugs()
 		 "mm/gup.c: collect_longterm_unpinnable_folios() drains the LRU batches only for a folio not on "
 		 "the LRU",
 		 {"movable-mlock", "cma-mlock"},
-		 {{v(6, 1, 0), v(6, 1, 154)}, {v(6, 6, 0), v(6, 6, 108)}, {v(6, 12, 0), v(6, 12, 48)}},
+		 {{{6, 1, 0}, {6, 1, 154}}, {{6, 6, 0}, {6, 6, 108}}, {{6, 12, 0}, {6, 12, 48}}},
 		 "98c6d259319e",
 		 "check ref_count instead of lru before migration",
 		 "the suite's mutant kernels (pinmatrix_mutant=2, matrix/patches/)",

@@ -23,7 +23,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr kernel_version every{0, 0, 0};
+constexpr version_range every = every_kernel();
 constexpr size_t one_page = 4096, huge_2m = size_t(2) << 20;
 
 // Where each kernel decides, named once.
@@ -45,7 +45,7 @@ const std::vector<backing_case> table = {
 	 {{every, 0, "migrate_pages() moves the THP whole, or splits it when no 2 MiB target is free"}}},
 	{"hugetlb-2m", "a 2 MiB hugetlbfs page in restricted memory: it moves to a fresh huge page outside",
 	 backing::hugetlb_2m, true, true, true, huge_2m, pages_after::out_of_restricted,
-	 {{every, 0, hugetlb_migrates}, {{6, 12, 0}, 0, hugetlb_migrates}}},
+	 {{every, 0, hugetlb_migrates}}},
 	{"hugetlb-1g-cma", "a 1 GiB hugetlb page from hugetlb_cma: refused with ENOMEM (no gigantic page outside "
 			   "CMA to move it to), never registered in place",
 	 backing::hugetlb_1g, true, true, true, one_page, pages_after::out_of_restricted,
@@ -62,38 +62,40 @@ const std::vector<backing_case> table = {
 	{"file-shared-writable", "a writable MR of a disk file's MAP_SHARED page in restricted memory: 6.1 "
 				 "registers and moves it; from 6.5 refused (EFAULT)",
 	 backing::file, true, true, true, one_page, pages_after::out_of_restricted,
-	 {{every, 0, migrates},
-	  {{6, 5, 0}, EFAULT, "check_vma_flags(): writable_file_mapping_allowed() refuses a FOLL_LONGTERM write "
-			      "to a mapping that needs dirty tracking (476c1dfefab8, 6.5)"}}},
+	 {{before({6, 5, 0}), 0, migrates},
+	  {since({6, 5, 0}, "476c1dfefab8"), EFAULT,
+	   "check_vma_flags(): writable_file_mapping_allowed() refuses a FOLL_LONGTERM write to a mapping that "
+	   "needs dirty tracking"}}},
 	{"file-shared-writable-slow-path", "file-shared-writable through a second mapping of the file that was "
 					   "never touched: the slow path alone decides",
 	 backing::file, true, true, true, one_page, pages_after::out_of_restricted,
-	 {{every, 0, migrates},
-	  {{6, 5, 0}, EFAULT, "check_vma_flags(): writable_file_mapping_allowed() refuses a FOLL_LONGTERM write "
-			      "to a mapping that needs dirty tracking (476c1dfefab8, 6.5)"}},
+	 {{before({6, 5, 0}), 0, migrates},
+	  {since({6, 5, 0}, "476c1dfefab8"), EFAULT,
+	   "check_vma_flags(): writable_file_mapping_allowed() refuses a FOLL_LONGTERM write to a mapping that "
+	   "needs dirty tracking"}},
 	 gup_path::slow},
 	{"file-shared-writable-in-place", "a writable MR of a disk file's MAP_SHARED page outside restricted memory, "
 					  "written first: GUP-fast may pin it where it is, so its own file rule decides "
 					  "(from 6.5 refused, EFAULT); 6.1 registers it in place",
 	 backing::file, true, true, false, one_page, pages_after::out_of_restricted,
-	 {{every, 0, "6.1 pins a writable file page long-term where it may stay"},
-	  {{6, 5, 0}, EFAULT, "GUP-fast's gup_fast_folio_allowed() rejects a file-backed folio for a FOLL_LONGTERM "
-			      "write and the slow path's writable_file_mapping_allowed() refuses it (476c1dfefab8, "
-			      "6.5)"}}},
+	 {{before({6, 5, 0}), 0, "6.1 pins a writable file page long-term where it may stay"},
+	  {since({6, 5, 0}, "476c1dfefab8"), EFAULT,
+	   "GUP-fast's gup_fast_folio_allowed() rejects a file-backed folio for a FOLL_LONGTERM write and the "
+	   "slow path's writable_file_mapping_allowed() refuses it"}}},
 	{"file-shared-read-only", "a read-only MR of a read-only MAP_SHARED disk file page: refused before 6.2 "
 				  "(ib_umem_get() forced a write), registers and moves it from 6.2",
 	 backing::file, false, false, true, one_page, pages_after::out_of_restricted,
-	 {{every, EFAULT, "ib_umem_get() took FOLL_WRITE | FOLL_FORCE for a read-only MR; check_vma_flags() "
-			  "refuses a forced write to a shared mapping without VM_WRITE"},
-	  {{6, 2, 0}, 0, "ib_umem_get() pins read-only without FOLL_FORCE (RDMA/umem: remove FOLL_FORCE usage, "
-			 "6.2); then migrates"}}},
+	 {{before({6, 2, 0}), EFAULT, "ib_umem_get() took FOLL_WRITE | FOLL_FORCE for a read-only MR; "
+				     "check_vma_flags() refuses a forced write to a shared mapping without VM_WRITE"},
+	  {since({6, 2, 0}, "b40656aa7d55"), 0,
+	   "ib_umem_get() pins read-only without FOLL_FORCE (RDMA/umem: remove FOLL_FORCE usage); then migrates"}}},
 	{"file-shared-read-only-slow-path", "file-shared-read-only through a second, untouched mapping: the slow "
 					    "path alone decides",
 	 backing::file, false, false, true, one_page, pages_after::out_of_restricted,
-	 {{every, EFAULT, "ib_umem_get() took FOLL_WRITE | FOLL_FORCE for a read-only MR; check_vma_flags() "
-			  "refuses a forced write to a shared mapping without VM_WRITE"},
-	  {{6, 2, 0}, 0, "ib_umem_get() pins read-only without FOLL_FORCE (RDMA/umem: remove FOLL_FORCE usage, "
-			 "6.2); then migrates"}},
+	 {{before({6, 2, 0}), EFAULT, "ib_umem_get() took FOLL_WRITE | FOLL_FORCE for a read-only MR; "
+				     "check_vma_flags() refuses a forced write to a shared mapping without VM_WRITE"},
+	  {since({6, 2, 0}, "b40656aa7d55"), 0,
+	   "ib_umem_get() pins read-only without FOLL_FORCE (RDMA/umem: remove FOLL_FORCE usage); then migrates"}},
 	 gup_path::slow},
 	{"anon-read-only", "a read-only MR of an anonymous page in restricted memory: it leaves as for a writable one",
 	 backing::anon, false, true, true, one_page, pages_after::out_of_restricted, {{every, 0, migrates}}},
@@ -103,9 +105,10 @@ const std::vector<backing_case> table = {
 	{"zero-page", "a read-only MR of 16 pages that map the shared zero page: replaced by private pages "
 		      "outside restricted memory",
 	 backing::zero_page, false, true, false, 16 * one_page, pages_after::fresh_private,
-	 {{every, 0, "ib_umem_get() forced a write fault (FOLL_WRITE | FOLL_FORCE) that replaces the zero page"},
-	  {{6, 2, 0}, 0, "gup_must_unshare(): a read-only FOLL_LONGTERM pin in a COW mapping unshares the zero "
-			 "page (8d6a0ac09a16, 6.2)"}}},
+	 {{before({6, 2, 0}), 0, "ib_umem_get() forced a write fault (FOLL_WRITE | FOLL_FORCE) that replaces "
+				 "the zero page"},
+	  {since({6, 2, 0}, "8d6a0ac09a16"), 0,
+	   "gup_must_unshare(): a read-only FOLL_LONGTERM pin in a COW mapping unshares the zero page"}}},
 	{"secretmem", "a memfd_secret page: refused (EFAULT)",
 	 backing::secretmem, true, true, false, one_page, pages_after::out_of_restricted,
 	 {{every, EFAULT, secretmem_refused}}},
@@ -131,13 +134,7 @@ const backing_case &case_by_id(const std::string &id)
 
 const version_outcome *outcome_for(const backing_case &c, const std::optional<kernel_version> &v)
 {
-	if (!v)
-		return c.outcomes.size() == 1 ? &c.outcomes.front() : nullptr;
-	const version_outcome *hit = nullptr;
-	for (const auto &o : c.outcomes)
-		if (o.from <= *v)
-			hit = &o;
-	return hit;
+	return row_for_kernel(c.outcomes, v);
 }
 
 // The body.
@@ -412,7 +409,7 @@ void expects(const backing_case &c, const std::optional<kernel_version> &kv, cas
 		r.expected["errno"] = want->err;
 		r.expected["errno_name"] = errno_text(want->err);
 		r.expected["because"] = want->because;
-		r.expected["since"] = want->from == every ? "every kernel" : want->from.text();
+		r.expected["since"] = range_text(want->versions);
 	}
 }
 

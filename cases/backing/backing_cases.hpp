@@ -28,12 +28,12 @@ enum class pages_after {
 	fresh_private,		// present, none the zero page, none in restricted memory
 };
 
-// From kernel `from` on (every kernel when it is 0.0.0) until the next
-// row's: ibv_reg_mr answers `err` (0: it registers). The expectation stays
-// the contract; a known bug of some kernels that breaks it is in
-// matrix/known_bugs.cpp, which makes such a FAIL an expected one.
+// On the kernels of `versions`: ibv_reg_mr answers `err` (0: it
+// registers). The expectation stays the contract; a known bug of some
+// kernels that breaks it is in matrix/known_bugs.cpp, which makes such a
+// FAIL an expected one.
 struct version_outcome {
-	kernel_version from;
+	version_range versions;
 	int err;
 	const char *because;	// where the kernel decides it
 };
@@ -58,7 +58,7 @@ struct backing_case {
 	bool starts_restricted;		// the memory is found in restricted memory first
 	size_t register_bytes;		// from the region's start (at most the region)
 	pages_after after;
-	std::vector<version_outcome> outcomes;	// ascending by from
+	std::vector<version_outcome> outcomes;	// ranges that do not overlap
 	gup_path path = gup_path::fast;
 
 	std::string id() const { return std::string("backing/") + name; }

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "kernel_rules.hpp"
 
+#include <stdexcept>
+
+#include "known_bugs.hpp"
 
 namespace pinmatrix {
 
@@ -21,18 +24,21 @@ bool restricted_mlocked_page(const case_def &c)
 	return c.where != placement::ordinary && c.first == first_pin::mlock;
 }
 
-constexpr kernel_version v(int major, int minor, int patch)
+// The kernels that carry a known bug (matrix/known_bugs.cpp): its ranges
+// are written once, there.
+std::vector<version_range> kernels_of_known_bug(const char *id)
 {
-	return {major, minor, patch};
+	const known_bug *b = find_known_bug(id);
+	if (!b)
+		throw std::logic_error(std::string("kernel_rules.cpp names no known bug ") + id);
+	return b->kernels;
 }
 
 } // namespace
 
 const std::vector<kernel_rule> &kernel_rules()
 {
-	// The stable windows are those of the public fixes (FACTS.md); where a
-	// regression's first release is not known, its row starts at the
-	// series' first release: every release before the fix may have it.
+	// A regression's kernels are its known bug's (matrix/known_bugs.cpp).
 	static const std::vector<kernel_rule> table = {
 		{"longterm-placement",
 		 "a FOLL_LONGTERM pin first migrates a page out of ZONE_MOVABLE or a MIGRATE_CMA pageblock; "
@@ -45,14 +51,12 @@ const std::vector<kernel_rule> &kernel_rules()
 		 "from the LRU (collect_longterm_unpinnable_folios() returned on an empty list): the page stays "
 		 "in CMA/ZONE_MOVABLE; reverted by 517f496e1e61",
 		 "mm/gup.c, commit 1aaf8c122918, revert 517f496e1e61",
-		 {{v(6, 1, 129), v(6, 1, 154)}, {v(6, 6, 79), v(6, 6, 108)}, {v(6, 12, 14), v(6, 12, 35)}},
-		 restricted_page},
+		 kernels_of_known_bug("1aaf8c122918"), restricted_page},
 		{"98c6d259319e",
 		 "regression: a folio in a per-CPU mlock batch holds an extra reference while PG_lru is set; "
 		 "the LRU test skipped the drain and the long-term pin of an mlocked page failed with -ENOMEM",
 		 "mm/gup.c, fixed by commit 98c6d259319e",
-		 {{v(6, 1, 0), v(6, 1, 154)}, {v(6, 6, 0), v(6, 6, 108)}, {v(6, 12, 0), v(6, 12, 48)}},
-		 restricted_mlocked_page},
+		 kernels_of_known_bug("98c6d259319e"), restricted_mlocked_page},
 	};
 	return table;
 }

@@ -68,12 +68,13 @@ const std::vector<pinner_case> &case_table();
 // Throws std::logic_error for an id not in the table.
 const pinner_case &case_by_id(const std::string &id);
 
-// The row a kernel is judged under. An unknown version (nullopt) gets the
-// newest row: the contract as it stands.
+// The row a kernel is judged under. Where no row can be chosen (the
+// version cannot be read and the rows differ, or no row covers it) the
+// fate is unknown and the case is a SKIP that says so.
 struct expectation {
-	page_fate fate = page_fate::moved;
+	std::optional<page_fate> fate;
 	std::string summary;
-	std::string versions;		// the row's kernels, "6.11.0 and later"
+	std::string versions;		// the row's kernels, "6.11.0 on (c6a3194c05e7)"
 	std::string source;
 	std::string kernel;		// the version judged under, or "unknown"
 	// The give-back oracle's answer with the pin held (lib/give_back.hpp).

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "kernel_rules.hpp"
+#include "known_bugs.hpp"
 
 using namespace pinmatrix;
 
@@ -81,4 +82,50 @@ TEST(KernelRules, UnknownVersionIsSaidNeverAssumed)
 	ASSERT_NE(r, nullptr);
 	EXPECT_FALSE(r->in_range);
 	EXPECT_EQ(r->this_kernel.rfind("unknown", 0), 0u) << r->this_kernel;
+}
+
+TEST(KernelVersion, ARangeIsWrittenOneWayWithItsCommit)
+{
+	const auto udmabuf = since({6, 11, 0}, "c6a3194c05e7");
+	EXPECT_EQ(range_text(udmabuf), "6.11.0 on (c6a3194c05e7)");
+	EXPECT_TRUE(udmabuf.holds({6, 11, 0}));
+	EXPECT_FALSE(udmabuf.holds({6, 10, 14}));
+	const auto gap = before({6, 11, 0});
+	EXPECT_EQ(range_text(gap), "before 6.11");
+	EXPECT_TRUE(gap.holds({6, 10, 14}));
+	EXPECT_FALSE(gap.holds({6, 11, 0}));
+	EXPECT_EQ(range_text(before({7, 0, 0})), "before 7.0");
+	EXPECT_TRUE(before({7, 0, 0}).holds({6, 19, 3}));
+	EXPECT_EQ(range_text(before({6, 1, 129})), "before 6.1.129");
+	EXPECT_EQ(range_text(whole_series(6, 1)), "every 6.1");
+	EXPECT_EQ(range_text(every_kernel()), "every kernel");
+	EXPECT_EQ(range_text(version_range{{6, 1, 129}, {6, 1, 154}}), "6.1.129-6.1.154");
+}
+
+TEST(KernelVersion, TheRowOfAKernelIsNeverADefault)
+{
+	struct row {
+		version_range versions;
+		int answer;
+	};
+	const std::vector<row> changed = {{before({6, 5, 0}), 0}, {since({6, 5, 0}, "476c1dfefab8"), 14}};
+	EXPECT_EQ(row_for_kernel(changed, kernel_version{6, 1, 192})->answer, 0);
+	EXPECT_EQ(row_for_kernel(changed, kernel_version{6, 5, 0})->answer, 14);
+	EXPECT_EQ(row_for_kernel(changed, std::nullopt), nullptr) << "the rows differ: unknown";
+	const std::vector<row> always = {{every_kernel(), 0}};
+	EXPECT_EQ(row_for_kernel(always, std::nullopt)->answer, 0) << "one row holds whatever the version";
+	const std::vector<row> later = {{since({6, 2, 0}), 0}};
+	EXPECT_EQ(row_for_kernel(later, kernel_version{6, 1, 192}), nullptr) << "no row covers 6.1";
+}
+
+TEST(KernelRules, ARegressionsKernelsAreItsKnownBugs)
+{
+	for (const char *id : {"1aaf8c122918", "98c6d259319e"}) {
+		const auto *bug = find_known_bug(id);
+		ASSERT_NE(bug, nullptr) << id;
+		const auto rule = std::find_if(kernel_rules().begin(), kernel_rules().end(),
+					       [&](const kernel_rule &r) { return std::string(r.id) == id; });
+		ASSERT_NE(rule, kernel_rules().end()) << id;
+		EXPECT_EQ(ranges_text(rule->versions), ranges_text(bug->kernels)) << id;
+	}
 }

@@ -65,7 +65,7 @@ TEST(PinnerJudge, UdmabufExpectationFollowsTheKernelVersion)
 	EXPECT_EQ(old.fate, page_fate::stays_gap);
 	EXPECT_EQ(now.fate, page_fate::moved);
 	EXPECT_EQ(old.versions, "before 6.11");
-	EXPECT_EQ(now.versions, "6.11.0 and later");
+	EXPECT_EQ(now.versions, "6.11.0 on (c6a3194c05e7)");
 	EXPECT_NE(old.summary.find("stays in place (known gap of kernels before 6.11"), std::string::npos)
 		<< old.summary;
 	EXPECT_NE(now.source.find("memfd_pin_folios()"), std::string::npos);
@@ -74,8 +74,14 @@ TEST(PinnerJudge, UdmabufExpectationFollowsTheKernelVersion)
 	// The first release of the new rule, and the last of the old one.
 	EXPECT_EQ(expectation_for(c, kernel_version{6, 11, 0}).fate, page_fate::moved);
 	EXPECT_EQ(expectation_for(c, kernel_version{6, 10, 14}).fate, page_fate::stays_gap);
-	// An unknown version is judged under the newest row: the contract.
-	EXPECT_EQ(expectation_for(c, std::nullopt).fate, page_fate::moved);
+	// An unknown version chooses no row: the rows differ, so what the
+	// kernel must do is unknown, and the case says so as a SKIP.
+	const auto unknown = expectation_for(c, std::nullopt);
+	EXPECT_FALSE(unknown.fate);
+	EXPECT_NE(unknown.summary.find("cannot be read"), std::string::npos) << unknown.summary;
+	const auto r = judge_case(c, std::nullopt, observed("ordinary", true));
+	EXPECT_EQ(r.outcome, verdict::skip);
+	EXPECT_NE(r.reason.find("unknown"), std::string::npos) << r.reason;
 }
 
 TEST(PinnerJudge, UdmabufOnOneObservationPerVersion)
@@ -275,7 +281,7 @@ TEST(PinnerJudge, DeviceMappersMoveThePageOnEveryKernel)
 	EXPECT_NE(misplaced.reason.find("the device's access through the pin: CPU read differs"), std::string::npos)
 		<< misplaced.reason;
 	const auto &iommufd = case_by_id("pinner/iommufd-mock");
-	EXPECT_EQ(expectation_for(iommufd, k6_12).versions, "6.2.0 and later");
+	EXPECT_EQ(expectation_for(iommufd, k6_12).versions, "every kernel") << "where iommufd is (6.2 on)";
 	o["pin_device_write"] = {{"same", false},
 				 {"detail", "the mock domain translates the IOVA to another page than the CPU sees"}};
 	const auto elsewhere = judge_case(iommufd, k6_12, o);
