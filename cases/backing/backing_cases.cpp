@@ -409,7 +409,7 @@ void expects(const backing_case &c, const std::optional<kernel_version> &kv, cas
 		r.expected["errno"] = want->err;
 		r.expected["errno_name"] = errno_text(want->err);
 		r.expected["because"] = want->because;
-		r.expected["since"] = range_text(want->versions);
+		r.expected["versions"] = range_text(want->versions);
 	}
 }
 
