@@ -277,6 +277,23 @@ void running_task_evidence(pid_t pid, json &e)
 				     "one vCPU the runner is on it: --cpus 2), or in user space";
 }
 
+// Where a running thread spends its time: its CPU time over half a second
+// while the runner sleeps (with one vCPU, that sleep is what lets it run).
+// Safe under kretprobes, unlike unwinding it, and it sees a thread that the
+// scheduler preempted (PREEMPT_LAZY) and no CPU's backtrace shows.
+void cpu_time_evidence(pid_t tid, json &e)
+{
+	constexpr std::chrono::milliseconds window{500};
+	const auto before = read_cpu_time(tid);
+	std::this_thread::sleep_for(window);
+	const auto after = read_cpu_time(tid);
+	if (!before || !after)
+		return;
+	e["cpu_time"] = {{"over_ms", window.count()},
+			 {"user_ms", (after->user - before->user).count()},
+			 {"system_ms", (after->system - before->system).count()}};
+}
+
 // The threads of a case's process, its main one first: each one's state.
 std::vector<std::pair<pid_t, task_state>> case_threads(pid_t pid)
 {
@@ -324,15 +341,39 @@ json stuck_task_evidence(pid_t pid)
 	if (!t.state.empty())
 		e["state"] = t.state;
 	e["wchan"] = t.wchan;
-	if (e.value("state", "?") == "R")
+	if (e.value("state", "?") == "R") {
+		cpu_time_evidence(tid, e);
 		running_task_evidence(tid, e);
-	else
+	} else
 		sleeping_task_evidence(tid, e);
 	json all = json::array();
 	for (const auto &[id, state] : threads)
 		all.push_back(thread_json(id, state));
 	e["threads"] = all;
 	return e;
+}
+
+} // namespace
+
+bool runs_in_the_kernel(const json &stuck)
+{
+	if (stuck.value("state", "") != "R" || !stuck.contains("cpu_time"))
+		return false;
+	const json &t = stuck["cpu_time"];
+	return t.value("system_ms", 0) > 0 && t.value("user_ms", -1) == 0;
+}
+
+namespace {
+
+// How a running thread used its time, for the reason.
+std::string cpu_time_text(const json &e)
+{
+	if (!e.contains("cpu_time"))
+		return "";
+	const json &t = e["cpu_time"];
+	return "; " + std::to_string(t.value("system_ms", 0)) + " ms in the kernel and " +
+	       std::to_string(t.value("user_ms", 0)) + " ms in user space of the last " +
+	       std::to_string(t.value("over_ms", 0)) + " ms";
 }
 
 // One line for the reason: where the process was stuck, and in which
@@ -348,10 +389,11 @@ std::string where_stuck(const json &e)
 		return thread + "stuck in the kernel at " + (wchan.empty() || wchan == "0" ? "?" : wchan) +
 		       " (state D; task dump in stuck_task)";
 	if (state == "R")
-		return thread + "running, " + (e.contains("spins_at")
-					      ? "spinning at " + e["spins_at"].get<std::string>() +
-							" (state R; CPU backtrace in stuck_task)"
-					      : std::string("where is unknown (state R; in no CPU backtrace)"));
+		return thread + "running, " +
+		       (e.contains("spins_at")
+				? "spinning at " + e["spins_at"].get<std::string>() + " (state R; CPU backtrace in stuck_task" +
+					  cpu_time_text(e) + ")"
+				: "where is unknown (state R; in no CPU backtrace" + cpu_time_text(e) + ")");
 	return thread + task_state{e.value("state", ""), wchan}.where();
 }
 
@@ -482,9 +524,16 @@ case_record run_in_child(suite &s, const planned_case &c, int timeout_s, bool ha
 	}
 	// Its pins went with it, also those of a pin stuck in the kernel.
 	stuck["vmstat_after_kill"] = vmstat_pins();
-	case_record r = s.not_run(c, verdict::error,
-				  "case did not finish within " + std::to_string(timeout_s) +
-					  " s (a registration that never returns?); " + killed + "; " + where_stuck(stuck));
+	// A thread that ran in the kernel, and only there, to the end of the
+	// case's time is a system call that never returns: the kernel failed
+	// the case (a retry without end). Stuck anywhere else, the case
+	// decided nothing.
+	const bool never_returns = runs_in_the_kernel(stuck);
+	case_record r = s.not_run(c, never_returns ? verdict::fail : verdict::error,
+				  "case did not finish within " + std::to_string(timeout_s) + " s (" +
+					  (never_returns ? "a system call that never returns: its thread runs in the kernel"
+							 : "a registration that never returns?") +
+					  "); " + killed + "; " + where_stuck(stuck));
 	r.details["stuck_task"] = stuck;
 	return r;
 }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "first_pin.hpp"
 #include "placement.hpp"
 
@@ -67,6 +69,11 @@ fault_plan parse_fault(const std::string &spec);
 
 // "auto" detects this boot's; else a placement name. Throws usage_error.
 placement restricted_placement(const std::string &spec);
+
+// Whether a timed-out case's stuck thread (its record's stuck_task) ran in
+// the kernel, and only there, while the runner watched: a system call that
+// never returns, which FAILs the case.
+bool runs_in_the_kernel(const nlohmann::json &stuck);
 
 // Returns the exit code: 0 pass, 1 fail or error, 4 all skipped.
 int run_matrix(const run_options &opt);

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -33,6 +34,29 @@ task_state read_task_state(pid_t pid)
 		t.state = stat.substr(close + 2, 1);
 	t.wchan = trimmed(read_text_file(proc + "/wchan"));
 	return t;
+}
+
+std::optional<cpu_time> read_cpu_time(pid_t pid)
+{
+	std::string stat;
+	try {
+		stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+	} catch (const std::exception &) {
+		return std::nullopt;
+	}
+	// After "(comm) ": state is field 3, utime 14 and stime 15.
+	const auto close = stat.rfind(") ");
+	if (close == std::string::npos)
+		return std::nullopt;
+	std::istringstream fields(stat.substr(close + 2));
+	std::string f;
+	unsigned long long user = 0, system = 0;
+	for (int field = 3; field < 14 && fields >> f; field++)
+		;
+	if (!(fields >> user >> system))
+		return std::nullopt;
+	const long tick = sysconf(_SC_CLK_TCK);
+	return cpu_time{std::chrono::milliseconds(user * 1000 / tick), std::chrono::milliseconds(system * 1000 / tick)};
 }
 
 std::string task_state::where() const

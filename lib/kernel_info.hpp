@@ -29,6 +29,14 @@ struct task_state {
 };
 task_state read_task_state(pid_t pid);
 
+// The CPU time a task (or thread) has used so far, in user space and in
+// the kernel (/proc/PID/stat utime and stime); nullopt when it cannot be
+// read (the task is gone).
+struct cpu_time {
+	std::chrono::milliseconds user{0}, system{0};
+};
+std::optional<cpu_time> read_cpu_time(pid_t pid);
+
 // Waits at most `bound` for the child pid to exit, reaping it (its status
 // in `status`). nullopt: it exited; else where it was at the bound ("state
 // R", "state D at mutex_lock"), left as it is: a task asleep in the kernel

@@ -119,8 +119,8 @@ const std::vector<promise> pin_promises = {
 	 "pin that blocked it goes (the case's recovery)",
 	 {"B", "movable-gup-ref", "cma-gup-ref"}},
 	{"pin/refusal-returns", pin, "kernel rule (1aaf8c122918's infinite loop, reverted by 517f496e1e61)",
-	 "a long-term pin whose migration fails returns its error: it does not retry forever (a case that does not "
-	 "finish is an ERROR)",
+	 "a long-term pin whose migration fails returns its error: it does not retry forever (a case whose thread "
+	 "still runs in the kernel, and only there, at its timeout FAILs; stuck anywhere else it is an ERROR)",
 	 {"B", "movable-gup-ref", "cma-gup-ref", "race/reg-mr-same-buffer", "race/mixed-same-buffer",
 	  "pinner/cma-heap"}},
 	{"pin/every-gup-path", pin, "kernel rule (GUP-fast's folio_is_longterm_pinnable())",
