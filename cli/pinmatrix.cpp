@@ -303,29 +303,29 @@ subcommand add_run(CLI::App &app)
 		}};
 }
 
-void add_vm_guest_options(CLI::App *cmd, vm_options &vm, std::vector<std::string> &cases)
+void add_vm_guest_options(CLI::App *cmd, guest_run_options &guest, std::vector<std::string> &cases)
 {
 	cmd->add_option("--cases", cases, "Case ids or names, A,B (default: all)");
-	cmd->add_option("--guest-cmd", vm.guest_cmd, "Run this shell command in the guest instead of the matrix (tests)");
-	cmd->add_option("--fault", vm.fault,
+	cmd->add_option("--guest-cmd", guest.guest_cmd, "Run this shell command in the guest instead of the matrix (tests)");
+	cmd->add_option("--fault", guest.fault,
 			"Fault injection in the guest: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | "
 			"kernel-hang-in-thread-at=CASE | kernel-spin-at=CASE | kernel-oops-at=CASE | "
 			"kernel-leak-pin-at=CASE");
-	cmd->add_flag("--strict", vm.strict, strict_help);
-	cmd->add_option("--case-timeout", vm.case_timeout_s, "Seconds a case may take in the guest")
+	cmd->add_flag("--strict", guest.strict, strict_help);
+	cmd->add_option("--case-timeout", guest.case_timeout_s, "Seconds a case may take in the guest")
 		->check(whole_number(1, INT_MAX))
 		->capture_default_str();
-	cmd->add_option("--cache", vm.cache, "Cache for kernels, modules and initramfs")->capture_default_str();
-	cmd->add_flag("--bench", vm.bench,
+	cmd->add_option("--cache", guest.cache, "Cache for kernels, modules and initramfs")->capture_default_str();
+	cmd->add_flag("--bench", guest.bench,
 		      "After the cases, run pinmatrix_bench in the guest: OUT/bench.json (default timeout 3600 s)");
-	cmd->add_option("--bench-args", vm.bench_args,
+	cmd->add_option("--bench-args", guest.bench_args,
 			"More pinmatrix_bench arguments, e.g. '--benchmark_filter=reg_mr --benchmark_min_time=0.1'");
-	add_pin_options(cmd, vm.pins, true);
-	cmd->add_option("--ssh-port", vm.ssh_port,
+	add_pin_options(cmd, guest.pins, true);
+	cmd->add_option("--ssh-port", guest.ssh_port,
 			"Forward 127.0.0.1:PORT to sshd in the guest (QEMU user networking); the guest "
 			"waits for DIR/guest/stop after its --guest-cmd")
 		->check(whole_number(1024, 65535));
-	cmd->add_option("--ssh-key", vm.ssh_key, "Public key the guest's sshd accepts for root (with --ssh-port)")
+	cmd->add_option("--ssh-key", guest.ssh_key, "Public key the guest's sshd accepts for root (with --ssh-port)")
 		->check(regular_file);
 }
 
@@ -346,13 +346,13 @@ std::function<void()> add_vm_options(CLI::App *cmd, vm_options &vm)
 			     ->capture_default_str();
 	// One meaning per flag: --placement is `run`'s (a page placement).
 	auto *placement = cmd->add_option("--placement", vm.boot)->group("");
-	cmd->add_option("--append", vm.append, "More kernel command line");
-	cmd->add_option("--memory", vm.memory_mib, "Guest RAM in MiB (default: what the boot needs)")
+	cmd->add_option("--append", vm.guest.append, "More kernel command line");
+	cmd->add_option("--memory", vm.guest.memory_mib, "Guest RAM in MiB (default: what the boot needs)")
 		->check(whole_number(256, 16384));
-	cmd->add_option("--cpus", vm.cpus, "Guest vCPUs (QEMU -smp, one TCG thread each)")
+	cmd->add_option("--cpus", vm.guest.cpus, "Guest vCPUs (QEMU -smp, one TCG thread each)")
 		->check(whole_number(1, 8))
 		->capture_default_str();
-	cmd->add_option("--timeout", vm.timeout_s, "Seconds from QEMU start to guest power-off")
+	cmd->add_option("--timeout", vm.guest.timeout_s, "Seconds from QEMU start to guest power-off")
 		->check(whole_number(1, INT_MAX))
 		->capture_default_str();
 	cmd->add_option("--matrix", vm.matrix, "A matrix file: one guest per (kernel, boot)")
@@ -365,15 +365,15 @@ std::function<void()> add_vm_options(CLI::App *cmd, vm_options &vm)
 	cmd->add_option("--jobs", vm.jobs,
 			"--matrix: guests at once (default: as many as the host's cores and memory hold)")
 		->check(whole_number(1, 64));
-	add_vm_guest_options(cmd, vm, *cases);
+	add_vm_guest_options(cmd, vm.guest, *cases);
 	add_format_option(cmd, vm.format);
 	return [&vm, cases, cmd, placement] {
 		if (placement->count())
 			throw usage_error("--placement: the guest's boot is --boot " + vm.boot +
 					  " (--placement is `pinmatrix run`'s page placement)");
-		vm.cases = case_list(*cases);
-		if (vm.bench && !cmd->count("--timeout"))
-			vm.timeout_s = 3600;
+		vm.guest.cases = case_list(*cases);
+		if (vm.guest.bench && !cmd->count("--timeout"))
+			vm.guest.timeout_s = 3600;
 	};
 }
 
@@ -400,9 +400,9 @@ subcommand add_vm_command(CLI::App &app, const char *name, const std::string &he
 			complete();
 			if (!baseline->count())
 				return run_vm(*vm);
-			if (!vm->guest_cmd.empty() || vm->ssh_port)
+			if (!vm->guest.guest_cmd.empty() || vm->guest.ssh_port)
 				throw usage_error("--baseline compares cases: it excludes --guest-cmd and --ssh-port");
-			if (against->compare.bench_threshold_pct && !vm->bench)
+			if (against->compare.bench_threshold_pct && !vm->guest.bench)
 				throw usage_error("--bench-threshold goes with --bench");
 			const auto old = read_baseline(*against, vm->out);
 			return gated_run([vm] { return run_vm(*vm); }, old, vm->out, streams_ktap(vm->format),

@@ -4,7 +4,7 @@
 // `pinmatrix vm --bench`: after the cases, the guest runs pinmatrix_bench
 // (built next to the pinmatrix binary) with its JSON output in the results
 // dir; the host keeps it as OUT/bench.json, named by results.json's
-// "benchmarks". Linked into the launcher (vm/launcher.cpp).
+// "benchmarks". Linked into the launcher (vm/launcher.cpp, vm/guest_job.cpp).
 
 #include <filesystem>
 #include <ostream>

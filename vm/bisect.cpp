@@ -234,12 +234,12 @@ judged_step run_step_guest(const bisect_options &opt, const fs::path &step_dir)
 	vm_options vm;
 	vm.kernel = "tree:" + opt.build.string();
 	vm.boot = opt.boot;
-	vm.cases = opt.cases;
+	vm.guest.cases = opt.cases;
 	vm.out = step_dir / "run";
-	vm.cache = opt.cache;
-	vm.case_timeout_s = opt.case_timeout_s;
-	vm.timeout_s = opt.timeout_s;
-	vm.cpus = opt.cpus;
+	vm.guest.cache = opt.cache;
+	vm.guest.case_timeout_s = opt.case_timeout_s;
+	vm.guest.timeout_s = opt.timeout_s;
+	vm.guest.cpus = opt.cpus;
 	try {
 		run_vm(vm);
 		return judge_step(report::load_results(vm.out).doc);

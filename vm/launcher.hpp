@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "first_pin.hpp"
+#include "guest_run_options.hpp"
 
 namespace pinmatrix {
 
@@ -21,29 +21,9 @@ struct vm_options {
 	std::string kernel = "debian";	// see vm/kernels.hpp
 	std::vector<std::filesystem::path> patches;	// for a build kernel
 	std::string boot = "movable";	// --boot: a boot placement (matrix/boot.hpp)
-	std::string append;		// more kernel command line
-	unsigned memory_mib = 0;	// 0: what the boot needs
-	unsigned cpus = 1;		// guest vCPUs (QEMU -smp; TCG runs one thread each)
-	int timeout_s = 300;
 	std::filesystem::path out;
-	std::filesystem::path cache = "/var/cache/pinmatrix";
 	std::filesystem::path matrix;	// a matrix file instead of one guest
-	std::vector<std::string> cases;
-	std::string guest_cmd;
-	std::string fault;	// passed to `pinmatrix run --fault` in the guest
-	int case_timeout_s = 60;
-	bool strict = false;	// passed to `pinmatrix run --strict` in the guest
-	pin_sources pins;	// passed to `pinmatrix run` in the guest
-	// A managed node for tests (Ansible over SSH): QEMU user networking
-	// (restrict=on) forwards 127.0.0.1:ssh_port to the guest's sshd, which
-	// accepts ssh_key for root. The guest runs guest_cmd (if any), then
-	// waits until DIR/guest/stop exists (or the timeout).
-	unsigned ssh_port = 0;
-	std::filesystem::path ssh_key;
-	// After the cases, run pinmatrix_bench (next to this binary) in the
-	// guest; its JSON becomes OUT/bench.json (benchmarks/README.md).
-	bool bench = false;
-	std::string bench_args;	// more pinmatrix_bench arguments (filter, min time)
+	guest_run_options guest;	// what each guest is given
 	// "text", or "ktap": the KTAP document on stdout as the guest's cases
 	// end, one subtest per suite (and per group with a matrix), people's
 	// lines on stderr (reports/ktap.hpp).

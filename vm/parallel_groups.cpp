@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 namespace pinmatrix {
@@ -63,6 +64,13 @@ unsigned guests_at_once(unsigned requested, const std::vector<unsigned> &group_m
 	  << " a guest";
 	why = s.str();
 	return n;
+}
+
+void say_line(const std::string &line)
+{
+	static std::mutex lines;
+	std::lock_guard lock(lines);
+	std::cout << line << std::endl;
 }
 
 } // namespace pinmatrix

@@ -4,7 +4,8 @@
 // A matrix's groups as concurrent guests: how many at once this host
 // holds (its cores and its available memory against each group's, known
 // before any boot), and a runner that starts them up to that many at a
-// time and hands their outcomes back in the matrix's order.
+// time and hands their outcomes back in the matrix's order; their lines
+// for people, each whole.
 
 #include <condition_variable>
 #include <exception>
@@ -28,6 +29,9 @@ host_capacity this_host();
 // plus QEMU's own), at least 1, at most one per group. why: for people.
 unsigned guests_at_once(unsigned requested, const std::vector<unsigned> &group_memory_mib,
 			const std::vector<unsigned> &group_cpus, const host_capacity &host, std::string &why);
+
+// One line for people on stdout, whole even while guests run side by side.
+void say_line(const std::string &line);
 
 // Runs job(0..n-1), up to at_once at a time, each on a thread of its own,
 // started in order of k (started(k) first, one at a time), and calls

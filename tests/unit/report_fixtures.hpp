@@ -177,7 +177,7 @@ inline json run_with_another_suite()
 // A guest that died at D: the cases before it kept their records (each
 // with its start time), D was running (an error with the panic in the
 // serial excerpt), the cases after it never started (errors marked
-// `not_reached`, as vm/launcher.cpp writes them).
+// `not_reached`, as vm/guest_results.cpp writes them).
 inline json run_cut_short()
 {
 	json doc = sample_run();

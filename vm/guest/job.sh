@@ -2,7 +2,7 @@
 # shellcheck disable=SC2154 # job_mode, modules, ...: assigned by JOB_ENV
 # The guest's job, run by vm/guest/stage2 inside the guest: bash job.sh JOB_ENV.
 # JOB_ENV (/run/pinmatrix/job.env) is written by `pinmatrix vm` before the
-# boot (vm/launcher.cpp: write_guest_job) and says what to run:
+# boot (vm/guest_job.cpp: write_guest_job) and says what to run:
 #   job_mode        matrix | command | ssh
 #   modules         the directory of the modules built for this kernel
 #   module_ko       the test module (pinmatrix.ko) in it

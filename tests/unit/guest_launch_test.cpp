@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+// A group's guest as `pinmatrix vm` starts it, without a boot: its plan,
+// made once (vm/group_spec.hpp), the job it writes for vm/guest/job.sh
+// (vm/guest_job.hpp), QEMU's command line (vm/qemu_command.hpp) and the
+// checks before anything is written (vm/matrix_groups.hpp).
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "guest_job.hpp"
+#include "matrix_groups.hpp"
+#include "qemu_command.hpp"
+#include "sys_error.hpp"
+
+using namespace pinmatrix;
+namespace fs = std::filesystem;
+
+namespace {
+
+group_spec group(const char *boot, std::vector<std::string> cases)
+{
+	group_spec g;
+	g.kernel = parse_kernel_spec("debian");
+	g.boot = &find_boot_placement(boot);
+	g.guest.cases = std::move(cases);
+	g.out = "/results/g1";
+	return g;
+}
+
+bool has(const std::vector<std::string> &argv, const std::string &arg)
+{
+	return std::find(argv.begin(), argv.end(), arg) != argv.end();
+}
+
+} // namespace
+
+TEST(GuestPlan, MadeOnceWithWhatTheGuestPrepares)
+{
+	const group_spec g = group("ordinary", {"pinner/vfio-type1", "backing/memfd", "pinner/vdpa-sim"});
+	guest_plan made = make_guest_plan(g);
+	const guest_plan plan = std::move(made);	// the entries' owners stay where they were made
+	ASSERT_EQ(plan.entries.size(), 3u);
+	EXPECT_EQ(suite_sizes(plan.entries), (std::vector<size_t>{1, 2})) << "backing before pinner";
+	for (const auto &e : plan.entries)
+		EXPECT_TRUE(std::any_of(plan.suites.begin(), plan.suites.end(),
+					[&](const auto &s) { return s.get() == e.owner; }));
+	EXPECT_TRUE(plan.needs.vfio_edu);
+	EXPECT_TRUE(plan.needs.vdpa_sim);
+	EXPECT_FALSE(plan.needs.disk_dir) << "memfd is no disk file";
+}
+
+TEST(GuestPlan, ACommandPreparesNothing)
+{
+	group_spec g = group("ordinary", {"pinner/vfio-type1"});
+	g.guest.guest_cmd = "true";
+	const guest_plan plan = make_guest_plan(g);
+	EXPECT_EQ(plan.entries.size(), 1u);
+	EXPECT_FALSE(plan.needs.vfio_edu);
+}
+
+TEST(GuestJob, TheMatrixJobEnv)
+{
+	group_spec g = group("movable", {"A", "registration"});
+	g.guest.fault = "hang-at=A";
+	g.guest.strict = true;
+	const std::string self = fs::read_symlink("/proc/self/exe").string();
+	EXPECT_EQ(guest_job_env(g, {.disk_dir = true}, "/m"),
+		  "# Written by pinmatrix vm: what vm/guest/job.sh runs in the guest.\n"
+		  "job_mode=matrix\n"
+		  "modules='/m'\n"
+		  "module_ko='/m/pinmatrix/pinmatrix.ko'\n"
+		  "ualink_sim_ko='/m/ualink_sim/ualink_sim.ko'\n"
+		  "load_test_modules=1\n"
+		  "disk_dir=1\n"
+		  "vdpa_sim=0\n"
+		  "vfio_edu=0\n"
+		  "guest_cmd=''\n"
+		  "ssh_key=''\n"
+		  "ssh_port=0\n"
+		  "run_argv=('" +
+			  self +
+			  "' 'run' '--out' '/run/pinmatrix' '--device' 'rxe0' '--placement' 'movable' "
+			  "'--second-pin' 'ibv_reg_mr' '--module' '/m/pinmatrix/pinmatrix.ko' '--first-pin' 'module' "
+			  "'--cases' 'A,registration' '--fault' 'hang-at=A' '--case-timeout' '60' '--strict')\n"
+			  "bench_argv=()\n");
+}
+
+TEST(GuestJob, AManagedNodesJobEnv)
+{
+	group_spec g = group("ordinary", {});
+	g.guest.ssh_port = 2222;
+	g.guest.ssh_key = "/k/it's.pub";
+	g.guest.pins.first_pin = pin_sources::stock_source;
+	const std::string env = guest_job_env(g, {}, "/m");
+	EXPECT_NE(env.find("job_mode=ssh\n"), std::string::npos);
+	EXPECT_NE(env.find("ssh_key='/k/it'\\''s.pub'\n"), std::string::npos) << env;
+	EXPECT_NE(env.find("ssh_port=2222\n"), std::string::npos);
+	EXPECT_NE(env.find("load_test_modules=0\n"), std::string::npos);
+	EXPECT_NE(env.find("'--no-module'"), std::string::npos);
+}
+
+TEST(QemuCommand, TheDevicesThePlanNeedsAndTheForwardedPort)
+{
+	group_spec g = group("movable", {});
+	g.guest.cpus = 2;
+	g.guest.append = "foo=1";
+	g.guest.ssh_port = 2222;
+	prepared_guest p;
+	p.kernel.image = "/k/vmlinux";
+	p.initrd = "/k/initrd";
+	const qmp_socket qmp;
+	const std::string cmdline = guest_cmdline("/k", g, {.vfio_edu = true});
+	EXPECT_NE(cmdline.find(" intel_iommu=on iommu=pt "), std::string::npos);
+	EXPECT_TRUE(cmdline.ends_with(" movablecore=512M foo=1")) << cmdline;
+	EXPECT_EQ(guest_cmdline("/k", g, {}).find("intel_iommu"), std::string::npos);
+
+	const auto argv = qemu_argv(g, p, {.vfio_edu = true}, cmdline, qmp);
+	EXPECT_EQ(argv.front(), "qemu-system-x86_64");
+	const auto at = [&](const std::string &a) { return std::find(argv.begin(), argv.end(), a) - argv.begin(); };
+	EXPECT_EQ(argv[at("-m") + 1], "1024") << "the boot's memory";
+	EXPECT_EQ(argv[at("-smp") + 1], "2");
+	EXPECT_EQ(argv[at("-append") + 1], cmdline);
+	EXPECT_LT(at("intel-iommu,intremap=off"), at("-virtfs")) << "the IOMMU before the devices it translates for";
+	EXPECT_TRUE(has(argv, "edu"));
+	EXPECT_TRUE(has(argv, "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:2222-:22"));
+	EXPECT_FALSE(has(qemu_argv(g, p, {}, cmdline, qmp), "edu"));
+}
+
+TEST(SingleGroup, CheckedAndPlannedBeforeAnythingIsWritten)
+{
+	vm_options opt;
+	opt.out = "/results/one";
+	opt.guest.cases = {"A", "pinner/vfio-type1"};
+	opt.guest.ssh_key = "relative.pub";
+	const planned_group one = single_group(opt);
+	EXPECT_EQ(one.plan.entries.size(), 2u);
+	EXPECT_TRUE(one.plan.needs.vfio_edu);
+	EXPECT_TRUE(one.spec.guest.ssh_key.is_absolute());
+	EXPECT_EQ(one.spec.out, fs::path("/results/one"));
+
+	opt.guest.memory_mib = 512;
+	EXPECT_THROW(single_group(opt), usage_error) << "below the boot's 1024 MiB";
+	opt.guest.memory_mib = 0;
+	opt.guest.append = std::string(2000, 'x');
+	EXPECT_THROW(single_group(opt), usage_error) << "longer than x86's command line";
+	opt.guest.append.clear();
+	opt.guest.cases = {"no-such-case"};
+	EXPECT_THROW(single_group(opt), usage_error);
+	opt.guest.cases.clear();
+	opt.out = "/results/a,b";
+	EXPECT_THROW(single_group(opt), usage_error) << "a comma ends QEMU's -virtfs option";
+}

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// A group's guest booted in QEMU until it powers off or its timeout (then
+// its task and CPU dumps are asked for through QMP before QEMU is killed),
+// once more when its kernel died before its job started; and what the
+// boot was: the job's exit code, why it ended early, its record
+// (results.json's "vm").
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "group_spec.hpp"
+#include "qemu_command.hpp"
+
+namespace pinmatrix {
+
+// One run of QEMU.
+struct qemu_run {
+	std::optional<int> status;	// nullopt: killed at the timeout
+	int signal = 0;			// killed by a signal not ours
+	nlohmann::json wedged_dump;	// the guest's dumps at the timeout
+	double wall_s = 0;
+};
+
+struct booted_guest {
+	qemu_run q;
+	std::vector<std::string> argv;
+	nlohmann::json retries = nlohmann::json::array();	// vm.boot_retries: the boots that died before the job
+};
+
+// Boots the guest (QEMU's argv: vm/qemu_command.hpp), and once more when
+// its kernel died before its job started. watch(), when given, every half
+// second while QEMU runs.
+booted_guest boot_until_its_job_starts(const group_spec &g, const prepared_guest &guest, const guest_needs &needs,
+				       const std::string &cmdline, const std::function<void()> &watch);
+
+// A guest whose kernel ended before its job started: QEMU exited by itself
+// and stage2 never marked guest/timeline.
+bool died_before_its_job(const qemu_run &q, const std::filesystem::path &guest_dir);
+
+// The job's exit code: guest/exit_code, or (a full results disk can keep
+// that file from being written) what stage2 said on the console.
+std::optional<int> guest_job_exit(const std::filesystem::path &out);
+
+// Why the guest ended early ("" when it did not).
+std::string how_it_ended(const qemu_run &q, const std::optional<int> &job_status, int timeout_s);
+
+// The boot's record: results.json's "vm".
+nlohmann::json vm_record(const group_spec &g, const booted_guest &booted, const std::string &cmdline,
+			 const std::optional<int> &job_status, const std::string &ended);
+
+// ": boot 2.9 s, setup 1.1 s, run 5.2 s, finish 0.3 s, qemu 0.7 s", from
+// the record's phases_s.
+std::string phases_text(const nlohmann::json &phases);
+
+} // namespace pinmatrix
