@@ -53,6 +53,11 @@ struct suite_options {
 	pin_sources pins;	// --first-pin, --second-pin
 	// Registrations a pin case times (its own, then repeats on fresh pages).
 	int latency_samples = 5;
+	// Whether the cases run on this machine's kernel, which their rows by
+	// version are judged under; false where the launcher writes, on the
+	// host, the records of cases its guest never ran: the host's kernel is
+	// not the guest's, so that version is unknown there.
+	bool cases_run_here = true;
 };
 
 class suite {

@@ -81,6 +81,12 @@ case_record judge_row(const suite_definition<Row> &d, const Row &row, const std:
 	return r;
 }
 
+// The upstream version of the kernel the cases run on, if known here.
+inline std::optional<kernel_version> cases_kernel_version(const suite_options &opt)
+{
+	return opt.cases_run_here ? running_kernel_version() : std::nullopt;
+}
+
 // What table_suite does the same for every definition (cases/suite.cpp).
 // Checks the needs in order, recording what it found in doc[name], then
 // the suite's facts, then starts the trace session: why not, or nullopt.
@@ -128,12 +134,12 @@ public:
 
 	case_record judge(const planned_case &c, const nlohmann::json &observation) override
 	{
-		return judge_row(d_, row(c), running_kernel_version(), observation);
+		return judge_row(d_, row(c), cases_kernel_version(opt_), observation);
 	}
 
 	case_record not_run(const planned_case &c, verdict v, const std::string &reason) override
 	{
-		return record_of_row(d_, row(c), running_kernel_version(), v, reason);
+		return record_of_row(d_, row(c), cases_kernel_version(opt_), v, reason);
 	}
 
 	void after_last_case(nlohmann::json &) override { fill_.release(); }
