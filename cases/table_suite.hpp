@@ -56,6 +56,12 @@ template <typename Row> struct suite_definition {
 	void (*before_case)(const suite_options &) = nullptr;
 };
 
+// The row of a case id; std::logic_error for an id not in the table.
+template <typename Row> const Row &row_of(const suite_definition<Row> &d, const std::string &id)
+{
+	return row_by_id(d.table(), id, d.name);
+}
+
 // A row's record before it is judged: its id, name, expectation and
 // outcome (the record of a case that did not run to an observation).
 template <typename Row>

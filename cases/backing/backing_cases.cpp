@@ -127,11 +127,6 @@ const char *name(gup_path p)
 	return p == gup_path::fast ? "fast" : "slow";
 }
 
-const backing_case &case_by_id(const std::string &id)
-{
-	return row_by_id(table, id, "backing");
-}
-
 const version_outcome *outcome_for(const backing_case &c, const std::optional<kernel_version> &v)
 {
 	return row_for_kernel(c.outcomes, v);

@@ -65,8 +65,6 @@ struct backing_case {
 };
 
 const std::vector<backing_case> &case_table();
-// Throws std::logic_error for an id not in the table.
-const backing_case &case_by_id(const std::string &id);
 
 // The outcome row for kernel v; nullptr when v is unknown and the rows
 // differ (the expectation cannot be known).

@@ -52,11 +52,6 @@ char view_of(const std::byte *page, size_t length, uint64_t seed)
 
 const std::vector<fork_case> &case_table() { return table; }
 
-const fork_case &case_by_id(const std::string &id)
-{
-	return row_by_id(table, id, "fork");
-}
-
 // The body.
 
 namespace {

@@ -34,8 +34,6 @@ struct fork_case {
 };
 
 const std::vector<fork_case> &case_table();
-// Throws std::logic_error for an id not in the table.
-const fork_case &case_by_id(const std::string &id);
 
 // The body, in the case's process: {"observation": {...}}, through the
 // run's --second-pin (cases/common/second_pin.hpp); throws unmet_need when

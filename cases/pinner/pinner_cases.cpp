@@ -121,11 +121,6 @@ const char *name(page_fate f)
 
 const std::vector<pinner_case> &case_table() { return table; }
 
-const pinner_case &case_by_id(const std::string &id)
-{
-	return row_by_id(table, id, "pinner");
-}
-
 expectation expectation_for(const pinner_case &c, const std::optional<kernel_version> &v)
 {
 	expectation e;

@@ -65,8 +65,6 @@ struct pinner_case {
 };
 
 const std::vector<pinner_case> &case_table();
-// Throws std::logic_error for an id not in the table.
-const pinner_case &case_by_id(const std::string &id);
 
 // The row a kernel is judged under. Where no row can be chosen (the
 // version cannot be read and the rows differ, or no row covers it) the

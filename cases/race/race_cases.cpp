@@ -68,11 +68,6 @@ const std::vector<race_case> table = {
 
 const std::vector<race_case> &case_table() { return table; }
 
-const race_case &case_by_id(const std::string &id)
-{
-	return row_by_id(table, id, "race");
-}
-
 // The body.
 
 namespace {

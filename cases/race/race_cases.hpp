@@ -35,8 +35,6 @@ struct race_case {
 };
 
 const std::vector<race_case> &case_table();
-// Throws std::logic_error for an id not in the table.
-const race_case &case_by_id(const std::string &id);
 
 // The body, in the case's process: {"observation": {...}}. Throws
 // unmet_need (a SKIP) without a pinner or without a buffer in restricted

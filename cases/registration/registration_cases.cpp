@@ -39,11 +39,6 @@ const std::vector<memlock_case> &case_table()
 	return table;
 }
 
-const memlock_case &case_by_id(const std::string &id)
-{
-	return row_by_id(case_table(), id, "registration");
-}
-
 // The body.
 namespace {
 

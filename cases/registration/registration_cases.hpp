@@ -33,8 +33,6 @@ struct memlock_case {
 };
 
 const std::vector<memlock_case> &case_table();
-// Throws std::logic_error for an id not in the table.
-const memlock_case &case_by_id(const std::string &id);
 
 // The body, in the case's process: {"observation": {...}}. It looks for a
 // page a long-term pin would have to migrate when this boot has one (the

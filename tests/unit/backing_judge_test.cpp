@@ -17,6 +17,8 @@ using nlohmann::json;
 
 namespace {
 
+const backing_case &case_by_id(const std::string &id) { return row_of(definition, id); }
+
 // The suite's judge, as the runner calls it on kernel v.
 case_record judge_case(const backing_case &c, const nlohmann::json &o, const std::optional<kernel_version> &v)
 {

@@ -14,6 +14,8 @@ using nlohmann::json;
 
 namespace {
 
+const fork_case &case_by_id(const std::string &id) { return row_of(definition, id); }
+
 // The suite's judge and not-run record, as the runner calls them.
 case_record judge_case(const fork_case &c, const json &o) { return judge_row(definition, c, std::nullopt, o); }
 case_record not_run_case(const fork_case &c, verdict v, const std::string &why)

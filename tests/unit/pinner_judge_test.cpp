@@ -19,6 +19,8 @@ using nlohmann::json;
 
 namespace {
 
+const pinner_case &case_by_id(const std::string &id) { return row_of(definition, id); }
+
 // The suite's judge, as the runner calls it on kernel v.
 case_record judge_case(const pinner_case &c, const std::optional<kernel_version> &v, const nlohmann::json &o)
 {

@@ -15,6 +15,8 @@ using nlohmann::json;
 
 namespace {
 
+const race_case &case_by_id(const std::string &id) { return row_of(definition, id); }
+
 // The suite's judge, as the runner calls it.
 case_record judge_case(const race_case &c, const nlohmann::json &o) { return judge_row(definition, c, std::nullopt, o); }
 
