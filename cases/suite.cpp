@@ -10,6 +10,7 @@
 #include "second_pin.hpp"
 #include "sys_error.hpp"
 #include "table_suite.hpp"
+#include "text.hpp"
 #include "verbs.hpp"
 
 namespace pinmatrix {
@@ -101,9 +102,7 @@ std::vector<bool> named_by(const std::vector<std::unique_ptr<suite>> &suites, co
 		if (all[i].c.id == w || all[i].c.name == w || all[i].owner->name() == w)
 			hit[i] = any = true;
 	if (!any) {
-		std::string known;
-		for (const auto &s : suites)
-			known += (known.empty() ? "" : ", ") + s->name();
+		std::string known = join(suites, ", ", [](const auto &s) { return s->name(); });
 		for (const auto &e : all)
 			known += ", " + e.c.id;
 		throw usage_error("unknown case '" + w + "' (known: " + known + ")");

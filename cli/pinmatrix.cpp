@@ -173,9 +173,8 @@ std::optional<std::string> unplaced_word(CLI::App &app)
 		return std::nullopt;
 	if (rest.front().rfind("-", 0) == 0)
 		return path + ": unknown option '" + rest.front() + "'";
-	std::string names;
-	for (const auto *sub : at->get_subcommands({}))
-		names += (names.empty() ? "" : ", ") + sub->get_name();
+	const std::string names =
+		join(at->get_subcommands({}), ", ", [](const CLI::App *sub) { return sub->get_name(); });
 	return path + ": unknown command '" + rest.front() + "'" + (names.empty() ? "" : " (commands: " + names + ")");
 }
 
@@ -201,10 +200,8 @@ std::string kernel_help(const char *first)
 			" | debs:DIR (a kernel's linux-image- and linux-headers- .debs)."
 			" Named builds (fragments in vm/kconfig/):";
 	for (const auto &b : named_builds()) {
-		std::string frags;
-		for (const char *f : b.fragments)
-			frags += std::string(frags.empty() ? "" : " + ") + f;
-		h += std::string(" build") + (*b.name ? ":" : "") + b.name + " = " + frags + " (" + b.what + ");";
+		h += std::string(" build") + (*b.name ? ":" : "") + b.name + " = " + join(b.fragments, " + ") + " (" +
+		     b.what + ");";
 	}
 	h.back() = '.';
 	return h + " See docs/kernels.md";

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sys_error.hpp"
+#include "text.hpp"
 
 namespace pinmatrix {
 
@@ -94,7 +95,7 @@ loaded &load(gpu_api api)
 	loaded &l = slots[static_cast<size_t>(api) & 3];
 	if (l.handle)
 		return l;
-	std::string tried;
+	std::vector<std::string> tried;
 	void *h = nullptr;
 	std::string lib;
 	for (const auto &c : candidates(api)) {
@@ -103,11 +104,11 @@ loaded &load(gpu_api api)
 			lib = c;
 			break;
 		}
-		tried += (tried.empty() ? "" : "; ") + std::string(dlerror());
+		tried.push_back(dlerror());
 	}
 	if (!h)
 		throw unmet_need(std::string("no ") + (api == gpu_api::hip_register ? "HIP runtime" : "CUDA driver") +
-				 " library: " + tried);
+				 " library: " + join(tried, "; "));
 	auto sym = [&](const char *name) { return dlsym(h, name); };
 	switch (api) {
 	case gpu_api::cuda_register:

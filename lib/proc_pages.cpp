@@ -6,10 +6,13 @@
 
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "kernel_info.hpp"
 #include "mapping.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 #include "unique_fd.hpp"
 
 namespace pinmatrix {
@@ -193,11 +196,11 @@ std::string kpageflags_text(uint64_t flags)
 		{11, "mmap"},	  {12, "anon"},	   {13, "swapcache"}, {14, "swapbacked"}, {15, "compound_head"},
 		{16, "compound_tail"}, {17, "huge"}, {18, "unevictable"}, {19, "hwpoison"}, {20, "nopage"},
 		{21, "ksm"},	  {22, "thp"},	   {23, "offline"},  {24, "zero_page"}, {33, "mlocked"}};
-	std::string out;
+	std::vector<std::string_view> set;
 	for (const auto &[bit, name] : names)
 		if (flags >> bit & 1)
-			out += (out.empty() ? "" : "|") + std::string(name);
-	return out.empty() ? "-" : out;
+			set.push_back(name);
+	return set.empty() ? "-" : join(set, "|");
 }
 
 process_memlock read_process_memlock(pid_t pid)

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -25,18 +26,26 @@ inline std::string trimmed(std::string s)
 	return s;
 }
 
-// Strings (or string_views) one after another with sep between: "a, b".
-template <typename Range> std::string join(const Range &items, std::string_view sep)
+// The items one after another with sep between, each as text gives it (a
+// callable or a pointer to a member): "1,2" for
+// join(ids, ",", [](int id) { return std::to_string(id); }).
+template <typename Range, typename Text> std::string join(const Range &items, std::string_view sep, Text text)
 {
 	std::string out;
 	bool first = true;
 	for (const auto &item : items) {
 		if (!first)
 			out += sep;
-		out += std::string_view(item);
+		out += std::string_view(std::invoke(text, item));
 		first = false;
 	}
 	return out;
+}
+
+// Strings (or string_views) one after another with sep between: "a, b".
+template <typename Range> std::string join(const Range &items, std::string_view sep)
+{
+	return join(items, sep, [](const auto &item) { return std::string_view(item); });
 }
 
 // A message as a terminal or a log gets it: one line, every control byte

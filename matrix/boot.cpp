@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "sys_error.hpp"
+#include "text.hpp"
 
 namespace pinmatrix {
 
@@ -38,13 +39,11 @@ const std::vector<boot_placement> &boot_placements()
 
 const boot_placement &find_boot_placement(std::string_view name)
 {
-	std::string known;
-	for (const auto &b : boot_placements()) {
+	for (const auto &b : boot_placements())
 		if (name == b.name)
 			return b;
-		known += (known.empty() ? "" : ", ") + std::string(b.name);
-	}
-	throw usage_error("unknown boot '" + std::string(name) + "' (known: " + known + ")");
+	throw usage_error("unknown boot '" + std::string(name) + "' (known: " +
+			  join(boot_placements(), ", ", &boot_placement::name) + ")");
 }
 
 std::string kconfig_value(const std::string &config, const std::string &option)

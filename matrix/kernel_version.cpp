@@ -4,6 +4,8 @@
 #include <climits>
 #include <regex>
 
+#include "text.hpp"
+
 namespace pinmatrix {
 
 std::string kernel_version::text() const
@@ -64,10 +66,7 @@ std::string ranges_text(const std::vector<version_range> &ranges)
 {
 	if (ranges.empty())
 		return "every kernel";
-	std::string s;
-	for (const auto &r : ranges)
-		s += (s.empty() ? "" : ", ") + range_text(r);
-	return s;
+	return join(ranges, ", ", range_text);
 }
 
 } // namespace pinmatrix

@@ -10,6 +10,7 @@
 
 #include "report_input.hpp"
 #include "svg_plot.hpp"
+#include "text.hpp"
 
 namespace pinmatrix::report {
 
@@ -52,10 +53,7 @@ std::string clean_name(const std::string &run_name)
 			break;
 		parts.pop_back();
 	}
-	std::string out;
-	for (const auto &p : parts)
-		out += (out.empty() ? "" : "/") + p;
-	return out;
+	return join(parts, "/");
 }
 
 struct sample {

@@ -12,6 +12,7 @@
 
 #include "bench_report.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 
 namespace pinmatrix {
 
@@ -401,9 +402,7 @@ std::string change_pct_text(const case_comparison &cc)
 
 std::string kernels_text(const compared_run &r)
 {
-	std::string out;
-	for (const auto &k : r.kernels)
-		out += (out.empty() ? "" : ", ") + one_line(k);
+	const std::string out = join(r.kernels, ", ", one_line);
 	return out.empty() ? "none recorded" : out;
 }
 
@@ -420,14 +419,14 @@ std::string counts_text(const compared_run &r)
 // theirs.
 std::string regression_names(const comparison &c, bool by_verdict)
 {
-	std::string out;
+	std::vector<std::string> names;
 	for (const auto &cc : c.cases)
 		if (cc.regressed() && is_regression(cc.change) == by_verdict)
-			out += (out.empty() ? "" : ", ") + one_line(cc.label) +
-			       (c.kernels_per_row() ? " on " + kernel_text(cc.kernel_after ? cc.kernel_after
-											: cc.kernel_before)
-						    : "");
-	return out;
+			names.push_back(one_line(cc.label) +
+					(c.kernels_per_row() ? " on " + kernel_text(cc.kernel_after ? cc.kernel_after
+												   : cc.kernel_before)
+							     : ""));
+	return join(names, ", ");
 }
 
 std::string result_text(const comparison &c)

@@ -17,6 +17,7 @@
 #include "report_input.hpp"
 #include "reports.hpp"
 #include "svg_plot.hpp"
+#include "text.hpp"
 
 namespace pinmatrix {
 
@@ -752,17 +753,11 @@ void render_run(std::ostringstream &out, const json &doc)
 				else
 					add_once(skipped, skipped_seen, text_at(p, "role"));
 			}
-		auto join = [](const std::vector<std::string> &v) {
-			std::string out;
-			for (const auto &x : v)
-				out += (out.empty() ? "" : ", ") + x;
-			return out;
-		};
 		std::string t = kt->value("available", false) ? "tracefs instance " + text_at(*kt, "instance") : "unavailable";
 		if (!placed.empty())
-			t += "; kprobes on " + join(placed);
+			t += "; kprobes on " + join(placed, ", ");
 		if (!skipped.empty())
-			t += "; skipped (inlined or absent in this kernel): " + join(skipped);
+			t += "; skipped (inlined or absent in this kernel): " + join(skipped, ", ");
 		if (const json *tps = member(*kt, "tracepoints"); tps && tps->is_array() && !tps->empty())
 			t += "; tracepoints " + std::to_string(tps->size());
 		if (const json *notes = member(*kt, "notes"); notes && notes->is_array())
@@ -803,9 +798,7 @@ void render_run(std::ostringstream &out, const json &doc)
 // <head>, its title the verdict and the kernels.
 void render_head(std::ostringstream &out, const run_view &run)
 {
-	std::string kernels;
-	for (const auto &k : run.kernels)
-		kernels += (kernels.empty() ? "" : ", ") + k.release;
+	std::string kernels = join(run.kernels, ", ", &kernel_config::release);
 	if (kernels.empty())
 		kernels = "no kernel recorded";
 
@@ -920,12 +913,10 @@ void render_known_bugs(std::ostringstream &out, const run_view &run)
 	if (bugs.empty())
 		return;
 	auto case_links = [&](const std::vector<const case_view *> &cases) {
-		std::string links;
-		for (const auto *c : cases)
-			links += (links.empty() ? "" : ", ") + std::string("<a href=\"#") + ha(c->anchor) + "\">" +
-				 h(c->title()) + "</a>" +
-				 (run.several_kernels() ? " <span class=\"muted\">on " + h(c->kernel.label()) + "</span>" : "");
-		return links;
+		return join(cases, ", ", [&](const case_view *c) {
+			return "<a href=\"#" + ha(c->anchor) + "\">" + h(c->title()) + "</a>" +
+			       (run.several_kernels() ? " <span class=\"muted\">on " + h(c->kernel.label()) + "</span>" : "");
+		});
 	};
 	out << "<div class=\"known-bugs\"><b>Known kernel bugs</b><ul>\n";
 	for (const auto &b : bugs) {

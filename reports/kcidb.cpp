@@ -15,6 +15,7 @@
 #include "bench_report.hpp"
 #include "report_input.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 
 namespace pinmatrix {
 
@@ -144,16 +145,13 @@ json build_of(const kernel_build &b, const std::string &origin)
 		unknown.insert(unknown.begin(), "architecture");
 	std::string config;
 	if (const json *fragments = member(b.facts, "fragments"); fragments && fragments->is_array())
-		for (const auto &f : *fragments)
-			config += (config.empty() ? "" : "+") + as_text(f);
+		config = join(*fragments, "+", as_text);
 	if (!config.empty())
 		out["config_name"] = config;
 	else
 		unknown.push_back("configuration");
-	std::string missing;
-	for (const auto &u : unknown)
-		missing += (missing.empty() ? "" : ", ") + u;
-	out["comment"] = "Linux " + kernel_title(b) + " as booted for the run; not recorded: " + missing + ".";
+	out["comment"] =
+		"Linux " + kernel_title(b) + " as booted for the run; not recorded: " + join(unknown, ", ") + ".";
 	out["misc"] = {{"kernel", b.facts}};
 	return out;
 }
@@ -446,11 +444,11 @@ std::string status_counts(const json &k)
 	std::map<std::string, int> n;
 	for (const auto &t : k["tests"])
 		n[t["status"].get<std::string>()]++;
-	std::string out;
+	std::vector<std::string> counts;
 	for (const char *s : {"FAIL", "ERROR", "MISS", "PASS", "DONE", "SKIP"})
 		if (n[s])
-			out += (out.empty() ? "" : ", ") + std::string(s) + " " + std::to_string(n[s]);
-	return out.empty() ? "none" : out;
+			counts.push_back(std::string(s) + " " + std::to_string(n[s]));
+	return counts.empty() ? "none" : join(counts, ", ");
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 
 #include "promises.hpp"
 #include "report_input.hpp"
+#include "text.hpp"
 
 namespace pinmatrix {
 
@@ -68,10 +69,7 @@ tally tally_of(const json &doc)
 
 std::string joined(const std::vector<std::string> &ids)
 {
-	std::string out;
-	for (const auto &id : ids)
-		out += (out.empty() ? "" : ", ") + report::one_line(id);
-	return out;
+	return join(ids, ", ", report::one_line);
 }
 
 // One line per (kernel, boot); whether the line is what it should be.

@@ -148,16 +148,16 @@ std::string promises_html_section(const json &cases)
 	out << "</p>\n<table class=\"plain\">\n<tr><th>promise</th><th>checked by</th><th>in this run</th>"
 	       "<th>proved by</th></tr>\n";
 	for (const auto &p : promise_table()) {
-		std::string run;
+		std::vector<std::string> badges;
 		for (const auto id : p.cases)
 			if (const auto it = seen.find(id); it != seen.end())
 				for (const verdict v : it->second)
-					run += std::string(run.empty() ? "" : " ") + "<span class=\"badge v-" + name(v) +
-					       "\" title=\"" + h(id) + "\">" + upper_name(v) + "</span>";
+					badges.push_back(std::string("<span class=\"badge v-") + name(v) + "\" title=\"" +
+							 h(id) + "\">" + upper_name(v) + "</span>");
 		const size_t proofs = proofs_of(p).size();
 		out << "<tr><td><code>" << h(p.id) << "</code><br><span class=\"muted\">" << h(p.source) << ": "
 		    << h(p.text) << "</span></td><td>" << (p.cases.empty() ? "<b>no case</b>" : counted(p.cases.size(), "case"))
-		    << "</td><td>" << (run.empty() ? "-" : run) << "</td><td>"
+		    << "</td><td>" << (badges.empty() ? "-" : join(badges, " ")) << "</td><td>"
 		    << (proofs ? counted(proofs, "mutant") : "none") << "</td></tr>\n";
 	}
 	out << "</table>\n</section>\n";

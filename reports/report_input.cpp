@@ -617,8 +617,8 @@ std::string pfn_text(const json &j)
 
 std::string page_text(const json &page)
 {
-	std::string out;
-	auto add = [&](const std::string &s) { out += (out.empty() ? "" : ", ") + s; };
+	std::vector<std::string> parts;
+	auto add = [&](std::string s) { parts.push_back(std::move(s)); };
 	if (const json *pfn = member(page, "pfn"))
 		add("pfn " + pfn_text(*pfn));
 	if (auto zone = text_at(page, "zone"); !zone.empty())
@@ -629,7 +629,7 @@ std::string page_text(const json &page)
 		add("DMA-pinned");
 	if (const json *rc = member(page, "refcount"))
 		add("refcount " + as_text(*rc));
-	return out.empty() ? page.dump() : out;
+	return parts.empty() ? page.dump() : join(parts, ", ");
 }
 
 } // namespace

@@ -231,8 +231,7 @@ case_result judge(const case_def &def, const observation &obs)
 	if (undecided.empty())
 		judge_give_back(r.expected, obs, why);
 	r.outcome = why.empty() ? verdict::pass : verdict::fail;
-	for (const auto &w : why)
-		r.reason += (r.reason.empty() ? "" : "; ") + w;
+	r.reason = join(why, "; ");
 	if (!undecided.empty() && r.outcome == verdict::pass) {
 		// PASS only when every check the case owns decided: this machine
 		// could not give the harm's answer (a SKIP, with why).

@@ -17,6 +17,7 @@
 #include "pin_record.hpp"
 #include "results.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 
 namespace pinmatrix {
 
@@ -72,9 +73,8 @@ void refuse_an_enomem_of_another_cause(case_record &r, const json &observation)
 	const std::string why = cls.value("class", "");
 	if (why != name(enomem_class::memlock_quota) && why != name(enomem_class::capacity))
 		return;
-	std::string facts;
-	for (const auto &f : cls.value("facts", json::array()))
-		facts += (facts.empty() ? "" : "; ") + f.get<std::string>();
+	const std::string facts =
+		join(cls.value("facts", json::array()), "; ", [](const json &f) { return f.get<std::string>(); });
 	r.outcome = verdict::error;
 	r.reason = "the registration's ENOMEM is the " + why + "'s (" + facts +
 		   "), not a migration a held pin blocked: the case decided nothing";

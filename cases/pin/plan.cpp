@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "sys_error.hpp"
+#include "text.hpp"
 
 namespace pinmatrix {
 
@@ -45,16 +46,10 @@ const std::vector<std::string_view> &second_pins()
 
 void check(const pin_sources &o)
 {
-	auto list = [](const auto &names) {
-		std::string out;
-		for (auto n : names)
-			out += (out.empty() ? "" : ", ") + std::string(n);
-		return out;
-	};
 	if (!is_first_pin_source(o.first_pin))
-		throw usage_error("--first-pin '" + o.first_pin + "': expected " + list(first_pin_sources()));
+		throw usage_error("--first-pin '" + o.first_pin + "': expected " + join(first_pin_sources(), ", "));
 	if (std::find(second_pins().begin(), second_pins().end(), o.second_pin) == second_pins().end())
-		throw usage_error("--second-pin '" + o.second_pin + "': expected " + list(second_pins()));
+		throw usage_error("--second-pin '" + o.second_pin + "': expected " + join(second_pins(), ", "));
 }
 
 const std::vector<case_def> &pin_cases(placement restricted, const pin_sources &o)

@@ -11,6 +11,7 @@
 #include "mapping.hpp"
 #include "placement.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 
 namespace pinmatrix::pinner_cases {
 
@@ -113,15 +114,15 @@ json explain_packets(const odp_transfer &t, const buffers &before, const buffers
 // An atomic that went wrong: the words of the MR's buffer that changed.
 json explain_atomic(const odp_transfer &t, const buffers &before, const buffers &after)
 {
-	std::string changed;
+	std::vector<std::string> changed;
 	bool elsewhere = false;
 	for (size_t w = 0; w + 8 <= before.remote.size(); w += 8)
 		if (std::memcmp(before.remote.data() + w, after.remote.data() + w, 8)) {
-			changed += (changed.empty() ? "" : ", ") + std::to_string(w);
+			changed.push_back(std::to_string(w));
 			elsewhere = elsewhere || w != (t.at & ~size_t(7));
 		}
 	return {{"detail", "the 8 bytes at offset " + std::to_string(t.at) + " are not the atomic's result; words "
-			   "changed at offsets: " + (changed.empty() ? "none" : changed)},
+			   "changed at offsets: " + (changed.empty() ? "none" : join(changed, ", "))},
 		{"misplaced", elsewhere}};
 }
 

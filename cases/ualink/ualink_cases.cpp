@@ -54,9 +54,7 @@ const accel &pod_view::remote(size_t n) const
 		if (!n--)
 			return b;
 	}
-	std::string ids;
-	for (const auto &b : found.accels)
-		ids += (ids.empty() ? "" : ",") + std::to_string(b.id());
+	const std::string ids = join(found.accels, ",", [](const accel &b) { return std::to_string(b.id()); });
 	throw unmet_need("needs an importer outside accelerator " + std::to_string(a.id()) +
 			 "'s node (accelerators here: " + ids + "; local to it: " +
 			 std::to_string(local.size()) +
@@ -178,8 +176,7 @@ void judge(const case_def &, const std::optional<kernel_version> &, const json &
 		r.reason = "the case made no check";
 	} else if (!failed.empty()) {
 		r.outcome = verdict::fail;
-		for (const auto &f : failed)
-			r.reason += (r.reason.empty() ? "" : "; ") + f;
+		r.add_reason(join(failed, "; "));
 	}
 	judge_undecided(observation, r);
 	r.observed = observation;

@@ -125,7 +125,7 @@ void export_distinct(case_context &c)
 
 void export_accel_id(case_context &c)
 {
-	std::string ids;
+	std::vector<std::string> ids;
 	for (const accel &a : c.pod.found.accels) {
 		auto bo = a.create_bo(4096, vram);
 		handle128 h;
@@ -136,9 +136,9 @@ void export_accel_id(case_context &c)
 			 h.accel_id() == a.id(), std::to_string(a.id()), std::to_string(h.accel_id()));
 		c.expect("handle_lo on accelerator " + std::to_string(a.id()) + " is not 0", h.lo != 0,
 			 "!= 0", hex(h.lo));
-		ids += (ids.empty() ? "" : ",") + std::to_string(h.accel_id());
+		ids.push_back(std::to_string(h.accel_id()));
 	}
-	c.summary = "low bits = accel ids " + ids;
+	c.summary = "low bits = accel ids " + join(ids, ",");
 }
 
 void export_unpredictable(case_context &c)

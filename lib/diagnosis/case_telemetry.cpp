@@ -40,11 +40,11 @@ std::string access_text(int access)
 		{IBV_ACCESS_MW_BIND, "MW_BIND"},	   {IBV_ACCESS_ZERO_BASED, "ZERO_BASED"},
 		{IBV_ACCESS_ON_DEMAND, "ON_DEMAND"},	   {IBV_ACCESS_HUGETLB, "HUGETLB"},
 		{IBV_ACCESS_RELAXED_ORDERING, "RELAXED_ORDERING"}};
-	std::string out;
+	std::vector<std::string_view> set;
 	for (const auto &[bit, name] : bits)
 		if (access & bit)
-			out += (out.empty() ? "" : "|") + std::string(name);
-	return out.empty() ? "0" : out;
+			set.push_back(name);
+	return set.empty() ? "0" : join(set, "|");
 }
 
 // What the API asks of GUP (the kernel sources, as FACTS.md has them).
@@ -113,8 +113,7 @@ registration_facts facts_of(const case_telemetry::pending &p, bool pins_visible,
 			f.pages_module_pinned++;
 		f.pages_maybe_dma_pinned += pg.maybe_dma_pinned;
 	}
-	for (const auto &w : where)
-		f.not_pinnable_where += (f.not_pinnable_where.empty() ? "" : ", ") + w;
+	f.not_pinnable_where = join(where, ", ");
 	f.pins_visible = pins_visible;
 	for (const auto &pin : b.module_pins)
 		f.module_pins.push_back(pin.value("contract", "?") + " pin #" + std::to_string(pin.value("id", 0)));

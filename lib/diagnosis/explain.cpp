@@ -144,8 +144,7 @@ registration_facts facts_of(const diagnosis &d, const memory_state &mem)
 			where.insert(p.cma_area.empty() ? "zone " + p.zone : "pageblock MIGRATE_CMA");
 		}
 	}
-	for (const auto &w : where)
-		f.not_pinnable_where += (f.not_pinnable_where.empty() ? "" : ", ") + w;
+	f.not_pinnable_where = join(where, ", ");
 	f.pins_visible = false;	// nobody exports another process's pins
 	f.mem_available = mem.mem_available;
 	f.min_free = mem.min_free;
@@ -309,9 +308,10 @@ void read_placement(diagnosis &d, pid_t pid)
 	const auto vmas = mappings_of(maps, first, end - first);
 	if (!vmas.empty()) {
 		d.allocation_class = allocation_class(vmas.front());
-		for (const auto &m : vmas)
-			d.mapping += (d.mapping.empty() ? "" : "; ") + hex(m.start) + "-" + hex(m.end) + " " + m.perms +
-				     (m.path.empty() ? " (anonymous)" : " " + m.path);
+		d.mapping = join(vmas, "; ", [](const auto &m) {
+			return hex(m.start) + "-" + hex(m.end) + " " + m.perms +
+			       (m.path.empty() ? " (anonymous)" : " " + m.path);
+		});
 	}
 	const size_t n = std::min<size_t>(d.pages_total, max_pages_examined);
 	d.pages = read_proc_pages(pid, first, n);
@@ -658,10 +658,7 @@ std::optional<diagnosis> diagnose(const seen_registration &r, size_t index, cons
 void print_explained(std::ostream &out, const explain_options &opt, const traced_command &t,
 		     const trace_session &trace, size_t seen, const std::vector<diagnosis> &failed)
 {
-	std::string cmdline;
-	for (const auto &a : opt.command)
-		cmdline += (cmdline.empty() ? "" : " ") + a;
-	out << "pinmatrix explain: `" << cmdline << "` (pid " << t.pid << ") exited " << t.exit_code << "\n";
+	out << "pinmatrix explain: `" << join(opt.command, " ") << "` (pid " << t.pid << ") exited " << t.exit_code << "\n";
 	if (!trace.available()) {
 		out << "no kernel trace: its registrations cannot be seen here";
 		for (const auto &n : trace.describe().value("notes", json::array()))

@@ -28,19 +28,19 @@ std::optional<std::string> foll_table::text(uint32_t flags) const
 {
 	if (bits.empty())
 		return std::nullopt;
-	std::string out;
+	std::vector<std::string> names;
 	uint32_t left = flags;
 	for (const auto &b : bits)
 		if (b.value && (left & b.value) == b.value) {
-			out += (out.empty() ? "" : "|") + b.name;
+			names.push_back(b.name);
 			left &= ~b.value;
 		}
 	if (left) {
 		char hex[16];
 		std::snprintf(hex, sizeof(hex), "0x%x", left);
-		out += (out.empty() ? "" : "|") + std::string(hex);
+		names.push_back(hex);
 	}
-	return out.empty() ? "0" : out;
+	return names.empty() ? "0" : join(names, "|");
 }
 
 std::optional<bool> foll_table::longterm(uint32_t flags) const

@@ -344,12 +344,7 @@ uint64_t present_pte_pfn(uint64_t pte)
 
 std::string trace_path::one_line() const
 {
-	std::string out;
-	for (const auto &s : steps) {
-		const size_t colon = s.text.find(": ");
-		out += (out.empty() ? "" : " / ") + (colon == std::string::npos ? s.text : s.text.substr(0, colon));
-	}
-	return out;
+	return join(steps, " / ", [](const path_step &s) { return s.text.substr(0, s.text.find(": ")); });
 }
 
 std::string trace_path::text() const
@@ -470,10 +465,7 @@ void path_builder::existing_pins_line(const char *otherwise)
 			add(2, otherwise, "module probe");
 		return;
 	}
-	std::string pins;
-	for (const auto &s : in_.existing_pins)
-		pins += (pins.empty() ? "" : "; ") + s;
-	add(2, "source P has an existing pin: " + pins, "module probe");
+	add(2, "source P has an existing pin: " + join(in_.existing_pins, "; "), "module probe");
 }
 
 // No trace: where the page was and where it ended, from the probes.
@@ -701,21 +693,21 @@ void path_builder::migration()
 // 4. How it ended: what returned the umem and the MR, or each error.
 void path_builder::ending()
 {
-	std::string detail;
+	std::vector<std::string> returns;
 	if (!in_.err) {
 		if (umem_ret_)
-			detail = "ib_umem_get returned a umem";
+			returns.push_back("ib_umem_get returned a umem");
 		if (provider_ret_)
-			detail += (detail.empty() ? "" : ", ") + callee_or(provider_ret_, "the driver") + " returned an MR";
-		add(1, "success" + (detail.empty() ? "" : ": " + detail), "trace");
+			returns.push_back(callee_or(provider_ret_, "the driver") + " returned an MR");
+		add(1, "success" + (returns.empty() ? "" : ": " + join(returns, ", ")), "trace");
 		return;
 	}
 	for (const trace_event *e : {last(ev_, "longterm_migrate_ret"), last(ev_, "longterm_check_ret"), gl_ret_,
 				     pupf_ret_, umem_ret_, provider_ret_})
 		if (e)
 			if (auto err = return_errno(*e))
-				detail += (detail.empty() ? "" : ", ") + callee_or(e, e->name.c_str()) + " -" +
-					  std::to_string(*err);
+				returns.push_back(callee_or(e, e->name.c_str()) + " -" + std::to_string(*err));
+	std::string detail = join(returns, ", ");
 	if (detail.empty())
 		detail = "no traced kernel function returned an error; " + in_.api + " failed with " + errno_symbol(in_.err);
 	add(1, p_.outcome + ": " + detail, "trace");

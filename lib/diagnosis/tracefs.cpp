@@ -26,6 +26,7 @@ static int tracefs_hist_command(struct tracefs_instance *instance, struct tracef
 
 #include "kernel_info.hpp"
 #include "sys_error.hpp"
+#include "text.hpp"
 #include "unique_fd.hpp"
 
 namespace pinmatrix {
@@ -350,7 +351,7 @@ void trace_session::arm_emergency_cleanup() const
 probe_status trace_session::place_probe(const probe_spec &spec)
 {
 	probe_status st{spec.role, "", false, spec.what};
-	std::string tried;
+	std::vector<std::string> tried;
 	for (const char *sym : spec.symbols) {
 		dynevent_ptr event = alloc_probe(spec, group_, sym, spec.args);
 		int err = create_probe(event.get());
@@ -368,9 +369,9 @@ probe_status trace_session::place_probe(const probe_spec &spec)
 			placed_.push_back(std::move(event));
 			return st;
 		}
-		tried += (tried.empty() ? "" : ", ") + std::string(sym) + " " + errno_symbol(err);
+		tried.push_back(std::string(sym) + " " + errno_symbol(err));
 	}
-	st.note = "skipped: not probe-able on this kernel (" + tried +
+	st.note = "skipped: not probe-able on this kernel (" + join(tried, ", ") +
 		  "): inlined, renamed, or its module is not loaded";
 	return st;
 }
