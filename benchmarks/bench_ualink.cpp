@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "bench_env.hpp"
-#include "ualink_cases.hpp"
-#include "ualink_device.hpp"
+#include "ualink/ualink_cases.hpp"
+#include "ualink/ualink_device.hpp"
 
 namespace pinmatrix::bench {
 

@@ -7,7 +7,7 @@
 
 #include "case_telemetry.hpp"
 #include "pin_module.hpp"
-#include "second_pin.hpp"
+#include "common/second_pin.hpp"
 #include "sys_error.hpp"
 #include "table_suite.hpp"
 #include "text.hpp"

@@ -2,13 +2,13 @@
 // Every suite, in plan order: a new suite is one line here.
 #include "suite.hpp"
 
-#include "backing_cases.hpp"
-#include "fork_cases.hpp"
-#include "pin_suite.hpp"
-#include "pinner_cases.hpp"
-#include "race_cases.hpp"
-#include "registration_cases.hpp"
-#include "ualink_cases.hpp"
+#include "backing/backing_cases.hpp"
+#include "fork/fork_cases.hpp"
+#include "pin/pin_suite.hpp"
+#include "pinner/pinner_cases.hpp"
+#include "race/race_cases.hpp"
+#include "registration/registration_cases.hpp"
+#include "ualink/ualink_cases.hpp"
 
 namespace pinmatrix {
 

@@ -19,7 +19,7 @@
 
 #include "case_record.hpp"
 #include "kernel_version.hpp"
-#include "running_kernel.hpp"
+#include "common/running_kernel.hpp"
 #include "suite.hpp"
 
 namespace pinmatrix {

@@ -13,7 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "plan.hpp"
+#include "pin/plan.hpp"
 #include "rules.hpp"
 #include "runner.hpp"
 #include "suite.hpp"

@@ -25,7 +25,7 @@
 #include "ktap.hpp"
 #include "matrix_groups.hpp"
 #include "parallel_groups.hpp"
-#include "plan.hpp"
+#include "pin/plan.hpp"
 #include "qemu_command.hpp"
 #include "reports.hpp"
 #include "results.hpp"

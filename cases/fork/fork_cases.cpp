@@ -11,7 +11,7 @@
 
 #include "byte_pattern.hpp"
 #include "mapping.hpp"
-#include "second_pin.hpp"
+#include "common/second_pin.hpp"
 #include "sys_error.hpp"
 #include "unique_fd.hpp"
 

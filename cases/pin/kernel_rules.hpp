@@ -17,7 +17,7 @@
 
 #include "kernel_version.hpp"
 #include "plan.hpp"
-#include "running_kernel.hpp"
+#include "common/running_kernel.hpp"
 
 namespace pinmatrix {
 

@@ -12,7 +12,7 @@
 #include "pin_module.hpp"
 #include "placement.hpp"
 #include "plan.hpp"
-#include "second_pin.hpp"
+#include "common/second_pin.hpp"
 #include "pin_judge.hpp"
 
 namespace pinmatrix {

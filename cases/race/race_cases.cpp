@@ -19,7 +19,7 @@
 #include "isolation_release.hpp"
 #include "mapping.hpp"
 #include "pin_module.hpp"
-#include "second_pin.hpp"
+#include "common/second_pin.hpp"
 #include "verbs.hpp"
 #include "suite.hpp"
 #include "sys_error.hpp"

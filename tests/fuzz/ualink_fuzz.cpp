@@ -64,7 +64,7 @@
 
 #include "kernel_info.hpp"
 #include "kernel_log.hpp"
-#include "ualink_device.hpp"
+#include "ualink/ualink_device.hpp"
 
 namespace fs = std::filesystem;
 using pinmatrix::ualink::handle128;

@@ -42,8 +42,8 @@
 #include "kernel_log.hpp"
 #include "sys_error.hpp"
 #include "text.hpp"
-#include "ualink_cases.hpp"
-#include "ualink_device.hpp"
+#include "ualink/ualink_cases.hpp"
+#include "ualink/ualink_device.hpp"
 #include "unique_fd.hpp"
 
 using namespace pinmatrix;

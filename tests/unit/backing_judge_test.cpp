@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backing_cases.hpp"
+#include "backing/backing_cases.hpp"
 #include "known_bugs.hpp"
 
 using namespace pinmatrix;

@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 
 #include "case_record.hpp"
-#include "pin_record.hpp"
-#include "pin_table.hpp"
-#include "registration_cases.hpp"
+#include "pin/pin_record.hpp"
+#include "pin/pin_table.hpp"
+#include "registration/registration_cases.hpp"
 #include "sys_error.hpp"
-#include "ualink_cases.hpp"
+#include "ualink/ualink_cases.hpp"
 
 using namespace pinmatrix;
 using nlohmann::json;

@@ -11,12 +11,12 @@
 
 #include "fleet.hpp"
 #include "gpu_pin.hpp"
-#include "plan.hpp"
-#include "pin_record.hpp"
+#include "pin/plan.hpp"
+#include "pin/pin_record.hpp"
 #include "results.hpp"
 #include "rules.hpp"
 #include "sys_error.hpp"
-#include "pin_judge.hpp"
+#include "pin/pin_judge.hpp"
 
 using namespace pinmatrix;
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fork_cases.hpp"
+#include "fork/fork_cases.hpp"
 
 using namespace pinmatrix;
 using namespace pinmatrix::fork_cases;

@@ -13,8 +13,8 @@
 
 #include "give_back.hpp"
 #include "kernel_info.hpp"
-#include "pin_judge.hpp"
-#include "plan.hpp"
+#include "pin/pin_judge.hpp"
+#include "pin/plan.hpp"
 
 using namespace pinmatrix;
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernel_rules.hpp"
+#include "pin/kernel_rules.hpp"
 #include "known_bugs.hpp"
 
 using namespace pinmatrix;

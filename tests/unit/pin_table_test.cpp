@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "pin_table.hpp"
-#include "plan.hpp"
+#include "pin/pin_table.hpp"
+#include "pin/plan.hpp"
 #include "rules.hpp"
 
 using namespace pinmatrix;

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "known_bugs.hpp"
-#include "pinner_cases.hpp"
+#include "pinner/pinner_cases.hpp"
 
 using namespace pinmatrix;
 using namespace pinmatrix::pinner_cases;

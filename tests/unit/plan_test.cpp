@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "plan.hpp"
+#include "pin/plan.hpp"
 #include "suite.hpp"
 #include "sys_error.hpp"
 

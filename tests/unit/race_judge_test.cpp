@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "race_cases.hpp"
+#include "race/race_cases.hpp"
 
 using namespace pinmatrix;
 using namespace pinmatrix::race_cases;

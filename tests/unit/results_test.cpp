@@ -13,7 +13,7 @@
 #include "terminal_table.hpp"
 #include "placement.hpp"
 #include "proc_pages.hpp"
-#include "pin_record.hpp"
+#include "pin/pin_record.hpp"
 #include "results.hpp"
 #include "terminal_table.hpp"
 #include "sys_error.hpp"

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "plan.hpp"
+#include "pin/plan.hpp"
 #include "rules.hpp"
 
 using namespace pinmatrix;

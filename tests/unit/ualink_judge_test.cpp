@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ualink_cases.hpp"
+#include "ualink/ualink_cases.hpp"
 
 using namespace pinmatrix;
 using namespace pinmatrix::ualink;

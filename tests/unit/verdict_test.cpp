@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "plan.hpp"
-#include "pin_judge.hpp"
+#include "pin/plan.hpp"
+#include "pin/pin_judge.hpp"
 
 using namespace pinmatrix;
 
