@@ -207,6 +207,34 @@ std::string kernel_help(const char *first)
 	return h + " See docs/kernels.md";
 }
 
+// Each command's exit codes: the last lines of its --help, as a shell
+// script reads them.
+namespace exit_codes {
+constexpr const char *listing = "0 listed; 2 bad usage";
+constexpr const char *run = "0 every case passed, skipped, or failed as a known bug of the kernel predicts (XFAIL); "
+			    "1 a case failed or ended in error (with --strict, an XFAIL or XPASS too); 2 bad usage or "
+			    "setup; 4 every case skipped, or this machine cannot run them (with --baseline, as gate's)";
+constexpr const char *gate = "0 no regression against the baseline; 1 a regression (a verdict, a kernel bug line "
+			     "the baseline did not have; with --latency, a latency); 2 bad usage or setup, or a run "
+			     "that ended without results; 4 no case decided anything";
+constexpr const char *bisect = "0 the first bad commit was found; 1 it was not; 2 bad usage or setup; 4 this "
+			       "machine cannot run the cases";
+constexpr const char *kernel_build = "0 the kernel's directory is on stdout; 2 bad usage; 4 it cannot be built or "
+				     "fetched here";
+constexpr const char *report = "0 written; 1 with --compare a regression (a verdict; with --latency or "
+			       "--bench-threshold also those), with --mutants a mutant not caught or a kernel as it "
+			       "was not clean, with --fleet a case that failed or ended in error; 2 bad usage or "
+			       "results that cannot be read";
+constexpr const char *explain = "0 explained (with -- CMD: CMD's own status, 127 when CMD cannot be run); 2 bad "
+				"usage, or a process or range that cannot be read; 4 this machine cannot trace it";
+} // namespace exit_codes
+
+CLI::App *with_exit_codes(CLI::App *cmd, const char *codes)
+{
+	cmd->footer(std::string("Exit codes: ") + codes + ".");
+	return cmd;
+}
+
 // A subcommand: its options declared on the app, and what it runs once
 // they are parsed (its options live in the closure).
 struct subcommand {
@@ -217,7 +245,8 @@ struct subcommand {
 subcommand add_cases(CLI::App &app)
 {
 	auto opt = std::make_shared<suite_options>();
-	auto *cmd = app.add_subcommand("cases", "List the plan: every case and its expected outcome");
+	auto *cmd = with_exit_codes(app.add_subcommand("cases", "List the plan: every case and its expected outcome"),
+				    exit_codes::listing);
 	add_pin_options(cmd, opt->pins);
 	return {cmd, [opt] {
 			check(opt->pins);
@@ -232,8 +261,10 @@ subcommand add_promises(CLI::App &app)
 {
 	auto filter = std::make_shared<promises_filter>();
 	auto format = std::make_shared<std::string>("text");
-	auto *cmd = app.add_subcommand(
-		"promises", "Every promise of both contracts, the cases that check it, the mutants that prove them");
+	auto *cmd = with_exit_codes(
+		app.add_subcommand("promises",
+				   "Every promise of both contracts, the cases that check it, the mutants that prove them"),
+		exit_codes::listing);
 	cmd->add_option("--contract", filter->contract, "Only this contract's promises: pin or ualink")
 		->check(CLI::IsMember({"pin", "ualink"}));
 	cmd->add_flag("--unproved", filter->unproved_only, "Only the promises that no mutant proves");
@@ -262,7 +293,8 @@ subcommand add_run(CLI::App &app)
 	auto run = std::make_shared<run_options>();
 	auto gate = std::make_shared<gate_options>();
 	auto cases = std::make_shared<std::vector<std::string>>();
-	auto *cmd = app.add_subcommand("run", "Run the matrix here (in a guest, or on a real node)");
+	auto *cmd = with_exit_codes(app.add_subcommand("run", "Run the matrix here (in a guest, or on a real node)"),
+				    exit_codes::run);
 	cmd->add_option("--out", run->out, "Directory for results.json")->check(a_path);
 	cmd->add_option("--cases", *cases, "Case ids or names, A,B (default: all)");
 	cmd->add_option("--device", run->device, "RDMA device (default: the first one)");
@@ -380,7 +412,7 @@ subcommand add_vm_command(CLI::App &app, const char *name, const std::string &he
 {
 	auto vm = std::make_shared<vm_options>();
 	auto against = std::make_shared<gate_options>();
-	auto *cmd = app.add_subcommand(name, help);
+	auto *cmd = with_exit_codes(app.add_subcommand(name, help), gate ? exit_codes::gate : exit_codes::run);
 	auto *baseline = cmd->add_option("--baseline", against->baseline,
 					 "The gate: compare with this baseline run (its directory or results.json; "
 					 "the kernel before the update) and exit 1 only on a regression")
@@ -454,8 +486,10 @@ subcommand add_bisect(CLI::App &app)
 {
 	auto b = std::make_shared<bisect_options>();
 	auto cases = std::make_shared<std::vector<std::string>>();
-	auto *cmd = app.add_subcommand("bisect", "The first bad commit of a regression in your kernel git tree: "
-						 "git bisect run, each step built and judged by --cases in a guest");
+	auto *cmd = with_exit_codes(app.add_subcommand("bisect",
+						       "The first bad commit of a regression in your kernel git tree: git "
+						       "bisect run, each step built and judged by --cases in a guest"),
+				    exit_codes::bisect);
 	add_bisect_options(cmd, *b, *cases);
 	return {cmd, [b, cases] {
 			b->cases = case_list(*cases);
@@ -493,8 +527,10 @@ subcommand add_kernel(CLI::App &app)
 	auto opt = std::make_shared<options>();
 	auto *kernel = app.add_subcommand("kernel", "Guest kernels");
 	kernel->require_subcommand(1);
-	auto *build = kernel->add_subcommand(
-		"build", "Build, fetch or lay out a kernel in the cache (or find it there); prints its dir");
+	auto *build = with_exit_codes(
+		kernel->add_subcommand("build",
+				       "Build, fetch or lay out a kernel in the cache (or find it there); prints its dir"),
+		exit_codes::kernel_build);
 	build->add_option("--kernel", opt->spec, kernel_help("debian[:ABI] (fetched)"))->capture_default_str();
 	build->add_option("--patch", opt->patches, "Patch to apply first (repeatable)")->check(patch_file);
 	build->add_option("--cache", opt->cache, "Cache directory")->capture_default_str();
@@ -513,9 +549,10 @@ subcommand add_report(CLI::App &app)
 		bool mutants = false;
 	};
 	auto opt = std::make_shared<options>();
-	auto *cmd = app.add_subcommand(
-		"report", "Write results.ktap, junit.xml, report.html and summary.md from DIR/results.json, "
-			  "KCIDB data (--kcidb), or compare two runs (exit 1 on a verdict regression)");
+	auto *cmd = with_exit_codes(
+		app.add_subcommand("report", "Write results.ktap, junit.xml, report.html and summary.md from "
+					     "DIR/results.json, KCIDB data (--kcidb), or compare two runs"),
+		exit_codes::report);
 	cmd->add_option("dir", opt->dir, "Run directory (or its results.json)");
 	cmd->add_option("--compare", opt->compare, "OLD NEW: run directories or results.json files")->expected(2);
 	cmd->add_option("--bench-threshold", opt->bench_threshold,
@@ -577,10 +614,11 @@ subcommand add_explain(CLI::App &app, std::vector<std::string> command)
 	auto opt = std::make_shared<explain_options>();
 	opt->command = std::move(command);
 	auto pid = std::make_shared<int>(0);
-	auto *cmd = app.add_subcommand(
-		"explain", "Where the pages of PID's RANGE live, its memlock state and what an ENOMEM from "
-			   "registering them would mean; or, with -- CMD ARGS, run CMD and explain its failed "
-			   "registrations (exits with CMD's status)");
+	auto *cmd = with_exit_codes(
+		app.add_subcommand("explain", "Where the pages of PID's RANGE live, its memlock state and what an "
+					      "ENOMEM from registering them would mean; or, with -- CMD ARGS, run CMD "
+					      "and explain its failed registrations"),
+		exit_codes::explain);
 	cmd->add_option("pid", *pid, "Process id");
 	cmd->add_option("range", opt->range, "START-END (hex), START+LENGTH (bytes, K, M, G) or START (one page)");
 	cmd->add_flag("--json", opt->json, "JSON instead of text");

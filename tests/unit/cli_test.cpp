@@ -28,6 +28,21 @@ TEST(Cli, HelpAndCasesExitZero)
 		EXPECT_NE(cases.output.find(id), std::string::npos) << id;
 }
 
+// A script reads what a command's exit status means at the end of its help.
+TEST(Cli, EveryCommandsHelpEndsWithItsExitCodes)
+{
+	for (const char *command : {"cases", "promises", "run", "vm", "gate", "bisect", "kernel build", "report",
+				    "explain"}) {
+		const auto help = run_pinmatrix(std::string(command) + " --help");
+		EXPECT_EQ(help.exit_code, 0) << command;
+		const auto at = help.output.rfind("Exit codes: 0 ");
+		ASSERT_NE(at, std::string::npos) << command << ":\n" << help.output;
+		EXPECT_EQ(help.output.find_first_not_of(" \n", help.output.find(".\n", at) + 1), std::string::npos)
+			<< command << ": the exit codes are not the help's last lines";
+		EXPECT_NE(help.output.find("; 2 bad usage", at), std::string::npos) << command;
+	}
+}
+
 TEST(Cli, BadUsageExitsTwoWithAMessage)
 {
 	struct {
