@@ -16,6 +16,7 @@
 
 #include "case_record.hpp"
 #include "first_pin.hpp"
+#include "kernel_version.hpp"
 #include "placement.hpp"
 #include "verdict.hpp"
 
@@ -43,6 +44,16 @@ struct guest_needs {
 	}
 };
 
+// The kernel whose upstream version the rows by version are judged under:
+// this machine's, where the cases run; else `version`. That is unknown
+// where the launcher writes, on the host, the records of cases its guest
+// never ran (the host's kernel is not the guest's), and the one
+// `pinmatrix cases --kernel` names.
+struct judged_kernel_version {
+	bool this_machine = true;
+	std::optional<kernel_version> version;
+};
+
 struct suite_options {
 	std::string device;		// RDMA device; empty: the first one
 	size_t find_budget_mib = 2048;	// memory a pin case may fault in to find its page
@@ -53,11 +64,7 @@ struct suite_options {
 	pin_sources pins;	// --first-pin, --second-pin
 	// Registrations a pin case times (its own, then repeats on fresh pages).
 	int latency_samples = 5;
-	// Whether the cases run on this machine's kernel, which their rows by
-	// version are judged under; false where the launcher writes, on the
-	// host, the records of cases its guest never ran: the host's kernel is
-	// not the guest's, so that version is unknown there.
-	bool cases_run_here = true;
+	judged_kernel_version judged_kernel;
 };
 
 class suite {

@@ -87,10 +87,10 @@ case_record judge_row(const suite_definition<Row> &d, const Row &row, const std:
 	return r;
 }
 
-// The upstream version of the kernel the cases run on, if known here.
+// The upstream version the rows by version are judged under, if known.
 inline std::optional<kernel_version> cases_kernel_version(const suite_options &opt)
 {
-	return opt.cases_run_here ? running_kernel_version() : std::nullopt;
+	return opt.judged_kernel.this_machine ? running_kernel_version() : opt.judged_kernel.version;
 }
 
 // What table_suite does the same for every definition (cases/suite.cpp).

@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <regex>
 
 #include <CLI/CLI.hpp>
 
@@ -45,17 +46,44 @@ constexpr const char *strict_help =
 	"Count a failure that a known bug of this kernel predicts (XFAIL, matrix/known_bugs.cpp) as a FAIL, "
 	"and a pass where such a bug should have shown (XPASS) too";
 
-void print_cases(const suite_options &opt)
+// `pinmatrix cases`: each case of the plan, what it checks and what it
+// expects (on --kernel's version, else this machine's), as the run's JSON
+// has it.
+nlohmann::json plan_json(const suite_options &opt)
 {
+	nlohmann::json suites = nlohmann::json::array();
 	for (const auto &s : make_suites(opt)) {
-		std::cout << "suite " << s->name() << ":\n";
-		for (const auto &c : s->cases()) {
-			std::string id = c.id + (c.id == c.name ? "" : " (" + c.name + ")");
-			std::printf("  %-40s %s\n", id.c_str(), s->describe(c).c_str());
+		nlohmann::json cases = nlohmann::json::array();
+		for (const auto &c : s->cases())
+			cases.push_back({{"id", c.id},
+					 {"name", c.name},
+					 {"checks", s->describe(c)},
+					 {"expected", s->not_run(c, verdict::skip, "").expected}});
+		suites.push_back({{"name", s->name()}, {"cases", cases}});
+	}
+	return {{"suites", suites}};
+}
+
+// The same for people: a case a line, its description wrapped to the
+// terminal's width (or default_table_width) under its own column.
+void print_cases(const nlohmann::json &plan, size_t width)
+{
+	constexpr size_t id_column = 42;
+	for (const auto &s : plan["suites"]) {
+		std::cout << "suite " << s["name"].get<std::string>() << ":\n";
+		for (const auto &c : s["cases"]) {
+			const std::string id = c["id"], name = c["name"];
+			const std::string head = "  " + id + (id == name ? "" : " (" + name + ")");
+			// Its own line when it reaches the column, else the first
+			// line's indent.
+			const std::string text = wrap_words(c["checks"], std::max(width, id_column + 20), id_column, id_column);
+			if (head.size() >= id_column)
+				std::cout << head << '\n' << text;
+			else
+				std::cout << head << text.substr(head.size());
 		}
 	}
 }
-
 // A whole number in [LO, HI], or "'abc' is not a whole number", "-3 is out
 // of range 1 to 300" (CLI11's own ranges print DBL_MAX's 309 digits), or
 // "'010': a leading zero" (CLI11 converts that as octal).
@@ -242,15 +270,40 @@ struct subcommand {
 	std::function<int()> run;
 };
 
+// --kernel of `cases`: an upstream version (6.12.117, or 6.12 for its
+// first release).
+CLI::Validator upstream_version_text(
+	[](std::string &v) {
+		return std::regex_match(v, std::regex(R"([0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,4})?)"))
+			       ? std::string()
+			       : "'" + v + "' is not an upstream kernel version (6.12.117, or 6.12)";
+	},
+	"VERSION");
+
 subcommand add_cases(CLI::App &app)
 {
 	auto opt = std::make_shared<suite_options>();
+	auto format = std::make_shared<std::string>("text");
+	auto kernel = std::make_shared<std::string>();
 	auto *cmd = with_exit_codes(app.add_subcommand("cases", "List the plan: every case and its expected outcome"),
 				    exit_codes::listing);
 	add_pin_options(cmd, opt->pins);
-	return {cmd, [opt] {
+	cmd->add_option("--format", *format, "text (fits the terminal), or json (the plan as data: each case's "
+					     "checks and expected, as results.json has them)")
+		->capture_default_str()
+		->check(CLI::IsMember({"text", "json"}));
+	cmd->add_option("--kernel", *kernel, "What each case expects on this upstream kernel version, not this "
+					     "machine's (the rows that depend on it: backing, pinner)")
+		->check(upstream_version_text);
+	return {cmd, [opt, format, kernel] {
 			check(opt->pins);
-			print_cases(*opt);
+			if (!kernel->empty())
+				opt->judged_kernel = {false, upstream_version(*kernel, "")};
+			const auto plan = plan_json(*opt);
+			if (*format == "json")
+				std::cout << plan.dump(2) << '\n';
+			else
+				print_cases(plan, terminal_width().value_or(default_table_width));
 			return 0;
 		}};
 }

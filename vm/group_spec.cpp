@@ -20,7 +20,7 @@ guest_plan make_guest_plan(const group_spec &g)
 	o.pins = g.guest.pins;
 	// The records of cases the guest never ran are written here, on the
 	// host, whose kernel is not the guest's.
-	o.cases_run_here = false;
+	o.judged_kernel = {false, std::nullopt};
 	guest_plan plan;
 	plan.suites = make_suites(o);
 	plan.entries = select_plan(plan.suites, g.guest.cases);

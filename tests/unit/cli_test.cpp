@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "../command.hpp"
 
@@ -26,6 +28,33 @@ TEST(Cli, HelpAndCasesExitZero)
 	for (const char *id : {"A (movable-none)", "B (movable-foll-pin)", "C (movable-foll-pin-longterm)",
 			       "D (ordinary-foll-pin)", "movable-mlock", "ordinary-gup-ref"})
 		EXPECT_NE(cases.output.find(id), std::string::npos) << id;
+}
+
+// The plan fits the terminal; as JSON it is data, each case with what it
+// expects on the kernel --kernel names.
+TEST(Cli, CasesFitTheTerminalAndAreDataOnAKernelOfChoice)
+{
+	setenv("COLUMNS", "80", 1);
+	const auto text = run_pinmatrix("cases");
+	unsetenv("COLUMNS");
+	ASSERT_EQ(text.exit_code, 0) << text.output;
+	std::istringstream lines(text.output);
+	for (std::string l; std::getline(lines, l);)
+		EXPECT_LE(l.size(), 80u) << l;
+	auto expected_page = [](const std::string &kernel) {
+		const auto r = run_pinmatrix("cases --format json --kernel " + kernel, "/dev/null");
+		EXPECT_EQ(r.exit_code, 0) << kernel;
+		const auto plan = nlohmann::json::parse(r.output);
+		for (const auto &s : plan["suites"])
+			for (const auto &c : s["cases"])
+				if (c["id"] == "pinner/udmabuf")
+					return c["expected"]["page"].get<std::string>() + " on " +
+					       c["expected"]["kernel_version"].get<std::string>();
+		return std::string("no pinner/udmabuf");
+	};
+	EXPECT_EQ(expected_page("6.1.192"), "stays (known gap) on 6.1.192");
+	EXPECT_EQ(expected_page("6.12"), "moved on 6.12.0");
+	EXPECT_EQ(run_pinmatrix("cases --kernel 6.x").exit_code, 2);
 }
 
 // A script reads what a command's exit status means at the end of its help.
