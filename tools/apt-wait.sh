@@ -5,8 +5,10 @@
 # `apt-get update` takes and that option does not cover, is retried here.
 #
 # apt_lock_wait_s: the bound, in seconds (PINMATRIX_APT_LOCK_WAIT, else 600).
+# apt_lists_dir: apt's Dir::State::Lists (a test passes its own to apt too).
 apt_lock_wait_s=${PINMATRIX_APT_LOCK_WAIT:-600}
 [[ $apt_lock_wait_s =~ ^[0-9]+$ ]] || { echo "apt-wait: PINMATRIX_APT_LOCK_WAIT is not a number of seconds" >&2; exit 2; }
+apt_lists_dir=${apt_lists_dir:-/var/lib/apt/lists}
 
 # "PID N (comm)" of the process that holds FILE's POSIX lock (/proc/locks),
 # or "another process" when it cannot be told.
@@ -20,7 +22,7 @@ lock_holder() {
 
 # apt-get update [ARGS...], waiting for the package lists' lock.
 apt_update_waiting() {
-  local waited=0 out lock=/var/lib/apt/lists/lock
+  local waited=0 out lock=$apt_lists_dir/lock
   until out=$(apt-get update -qq "$@" 2>&1); do
     if ! grep -q 'Unable to lock directory\|Could not get lock' <<< "$out"; then
       echo "$out" >&2
