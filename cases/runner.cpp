@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,19 +59,48 @@ std::string now_iso8601()
 	return buf;
 }
 
-// Loads pinmatrix.ko when /dev/pinmatrix is absent; unloads it when done.
+// `modprobe -q NAME`, no shell: true when the module is now loaded.
+bool modprobe(const char *name)
+{
+	for (const char *bin : {"/usr/sbin/modprobe", "/sbin/modprobe"}) {
+		if (access(bin, X_OK))
+			continue;
+		char *const argv[] = {const_cast<char *>("modprobe"), const_cast<char *>("-q"), const_cast<char *>(name),
+				      nullptr};
+		pid_t pid;
+		if (posix_spawn(&pid, bin, nullptr, nullptr, argv, environ))
+			return false;
+		int status = 0;
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	}
+	return false;
+}
+
+// Loads pinmatrix.ko when /dev/pinmatrix is absent, and unloads it when
+// done: --module's file, or else the node's own, as `modprobe` finds it
+// (the pinmatrix-dkms package installs it for each kernel under
+// /lib/modules/RELEASE/updates/dkms). Neither: the cases that need the
+// module SKIP, saying which package to install.
 class module_loader {
 public:
-	explicit module_loader(const std::optional<fs::path> &ko)
+	module_loader(const std::optional<fs::path> &ko, bool wanted)
 	{
-		if (!ko || fs::exists(default_device_path))
+		if (!wanted || fs::exists(default_device_path))
 			return;
-		unique_fd fd(::open(ko->c_str(), O_RDONLY | O_CLOEXEC));
-		if (!fd)
-			throw last_sys_error("open " + ko->string());
-		if (syscall(SYS_finit_module, fd.get(), "", 0) && errno != EEXIST)
-			throw last_sys_error("finit_module " + ko->string());
-		loaded_ = true;
+		if (ko) {
+			unique_fd fd(::open(ko->c_str(), O_RDONLY | O_CLOEXEC));
+			if (!fd)
+				throw last_sys_error("open " + ko->string());
+			if (syscall(SYS_finit_module, fd.get(), "", 0) && errno != EEXIST)
+				throw last_sys_error("finit_module " + ko->string());
+			from_ = ko->string();
+		} else if (modprobe("pinmatrix")) {
+			from_ = "modprobe pinmatrix";
+		} else {
+			return;
+		}
 		// devtmpfs creates the node asynchronously after misc_register().
 		for (int i = 0; i < 100 && !fs::exists(default_device_path); i++)
 			usleep(10'000);
@@ -79,13 +109,15 @@ public:
 	module_loader &operator=(const module_loader &) = delete;
 	~module_loader()
 	{
-		if (loaded_)
+		if (loaded())
 			syscall(SYS_delete_module, "pinmatrix", O_NONBLOCK);
 	}
-	bool loaded() const { return loaded_; }
+	bool loaded() const { return !from_.empty(); }
+	// The file, or "modprobe pinmatrix"; empty when this run loaded nothing.
+	const std::string &loaded_from() const { return from_; }
 
 private:
-	bool loaded_ = false;
+	std::string from_;
 };
 
 // The module's fault knobs, each set for the one case --fault names: a
@@ -892,8 +924,9 @@ int run_matrix(const run_options &opt)
 	const auto kernel = read_kernel_info();
 	json doc = run_doc(plan, kernel);
 	// --no-module loads nothing, even where a --module was left in a script.
-	module_loader loader(opt.pins.without_module() ? std::nullopt : opt.module);
+	module_loader loader(opt.module, !opt.pins.without_module());
 	doc["module_loaded_by_run"] = loader.loaded();
+	doc["module_loaded_from"] = loader.loaded() ? json(loader.loaded_from()) : json(nullptr);
 	for (const auto &k : kernel_knobs)
 		if (!(fault.*(k.at)).empty() && !fs::exists(k.param))
 			throw unmet_need("--fault " + opt.fault + " needs pinmatrix.ko loaded with its parameter " +

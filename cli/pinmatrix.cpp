@@ -5,8 +5,11 @@
 // 1 a case failed or ended in error, 2 bad usage or setup, 4 all skipped;
 // gate: 0 no regression against its baseline, 1 a regression (reports/gate.hpp).
 
+#include <cerrno>
 #include <charconv>
 #include <climits>
+#include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -32,6 +35,7 @@
 #include "terminal_table.hpp"
 #include "fleet.hpp"
 #include "kcidb.hpp"
+#include "manpage.hpp"
 #include "user_input.hpp"
 
 using namespace pinmatrix;
@@ -351,7 +355,7 @@ subcommand add_run(CLI::App &app)
 	cmd->add_option("--out", run->out, "Directory for results.json")->check(a_path);
 	cmd->add_option("--cases", *cases, "Case ids or names, A,B (default: all)");
 	cmd->add_option("--device", run->device, "RDMA device (default: the first one)");
-	auto *module = cmd->add_option("--module", run->module, "pinmatrix.ko to load when /dev/pinmatrix is absent")
+	auto *module = cmd->add_option("--module", run->module, "pinmatrix.ko to load when /dev/pinmatrix is absent (without it: `modprobe pinmatrix`, the node's DKMS build)")
 			       ->check(regular_file);
 	cmd->add_option("--case-timeout", run->case_timeout_s, "Seconds a case may take")
 		->check(whole_number(1, INT_MAX));
@@ -730,6 +734,26 @@ int run_chosen(const std::vector<subcommand> &subs)
 	return exit_usage;
 }
 
+// The man page's date: the source's (SOURCE_DATE_EPOCH, as Debian's
+// builds set it from the changelog), so that the page builds the same
+// every time; none without it.
+std::string source_date()
+{
+	const char *epoch = std::getenv("SOURCE_DATE_EPOCH");
+	if (!epoch || !*epoch)
+		return {};
+	char *end = nullptr;
+	errno = 0;
+	const long long t = std::strtoll(epoch, &end, 10);
+	if (errno || *end || t < 0)
+		return {};
+	const std::time_t time = t;
+	char buf[16];
+	std::tm tm{};
+	gmtime_r(&time, &tm);
+	return std::strftime(buf, sizeof(buf), "%Y-%m-%d", &tm) ? buf : "";
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -745,6 +769,10 @@ int main(int argc, char **argv)
 					      add_vm(app),	   add_gate(app),     add_bisect(app),
 					      add_bisect_step(app), add_kernel(app),   add_report(app),
 					      add_explain(app, split->second)};
+	if (argc == 2 && std::string_view(argv[1]) == "--manpage") {
+		std::cout << manpage(app, PINMATRIX_VERSION, source_date());
+		return 0;
+	}
 	if (!known_command(app, argc, argv))
 		return exit_usage;
 	try {

@@ -117,7 +117,9 @@ pin_module pin_module::open(const std::string &path)
 	if (fd < 0) {
 		int err = errno;
 		if (err == ENOENT || err == ENXIO || err == ENODEV)
-			throw unmet_need(path + " is absent: load kmod/pinmatrix (pinmatrix.ko)");
+			throw unmet_need(path + " is absent: install pinmatrix-dkms (DKMS builds pinmatrix.ko "
+					 "for each kernel with headers, and `pinmatrix run` loads it) or give "
+					 "--module PINMATRIX_KO");
 		if (err == EACCES || err == EPERM)
 			throw unmet_need(path + " needs root (CAP_SYS_ADMIN)");
 		throw sys_error(err, "open " + path);

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iostream>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -77,6 +79,16 @@ void check_guest_needs(const guest_kernel &k)
 }
 
 // tree:DIR, debs:DIR: DIR, which must be an existing directory.
+// `--kernel debian`'s ABI: the one the build was given (PINMATRIX_KERNEL_RELEASE,
+// whose headers built the test modules), else, in a package built for any
+// kernel, the running kernel's (a Debian node's own).
+std::string default_debian_abi()
+{
+	if (*PINMATRIX_DEFAULT_KERNEL)
+		return PINMATRIX_DEFAULT_KERNEL;
+	return read_kernel_info().release;
+}
+
 fs::path existing_dir(const std::string &text, const std::string &arg)
 {
 	std::error_code ec;
@@ -235,7 +247,7 @@ kernel_spec parse_kernel_spec(const std::string &text)
 	if (known && colon != std::string::npos && arg.empty())
 		require_name_after_colon(text, k.source);
 	if (k.source == "debian") {
-		k.abi = arg.empty() ? PINMATRIX_DEFAULT_KERNEL : arg;
+		k.abi = arg.empty() ? default_debian_abi() : arg;
 		if (!std::regex_match(k.abi, std::regex("[0-9][0-9a-z.+~-]*")))
 			throw usage_error("kernel '" + text + "': not a Debian kernel ABI name");
 	} else if (k.source == "build") {
@@ -366,8 +378,79 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 	return k;
 }
 
+namespace {
+
+// The test modules as DKMS builds them on a node (debian/: pinmatrix-dkms,
+// pinmatrix-ualink-sim-dkms), by DKMS name and directory under kmod/.
+struct dkms_module {
+	const char *name;
+	const char *dir;
+};
+constexpr dkms_module dkms_test_modules[] = {{"pinmatrix", "pinmatrix"}, {"pinmatrix-ualink-sim", "ualink_sim"}};
+
+// Every regular file under DIR's SUBDIRS, by its path within DIR.
+std::map<fs::path, std::string> files_under(const fs::path &dir, std::initializer_list<const char *> subdirs)
+{
+	std::map<fs::path, std::string> files;
+	for (const char *sub : subdirs) {
+		if (!fs::is_directory(dir / sub))
+			continue;
+		for (const auto &e : fs::recursive_directory_iterator(dir / sub))
+			if (e.is_regular_file())
+				files[fs::relative(e.path(), dir)] = read_text_file(e.path().string());
+	}
+	return files;
+}
+
+// DKMS's build of M for RELEASE at this suite's version, when DKMS built it
+// from the very sources of data_dir()/kmod (its source/ link): a checkout's
+// edited module is never replaced by an installed one.
+std::optional<fs::path> dkms_built(const dkms_module &m, const std::string &release)
+{
+	const fs::path base = fs::path("/var/lib/dkms") / m.name / PINMATRIX_VERSION;
+	const fs::path ko = base / release / "x86_64/module" / (std::string(m.dir) + ".ko");
+	std::error_code ec;
+	if (!fs::is_regular_file(ko, ec))
+		return std::nullopt;
+	const auto subdirs = {m.dir, "uapi", "conftest"};
+	if (files_under(base / "source", subdirs) != files_under(data_dir() / "kmod", subdirs))
+		return std::nullopt;
+	return ko;
+}
+
+// The modules DKMS built for K, in prepare_modules()'s layout (NAME/NAME.ko),
+// or none when it did not build pinmatrix.ko from these sources. Without
+// DKMS's ualink_sim.ko the UALink model's cases SKIP.
+std::optional<fs::path> modules_from_dkms(const guest_kernel &k, const fs::path &cache)
+{
+	std::vector<std::pair<const dkms_module *, fs::path>> built;
+	std::string key;
+	for (const auto &m : dkms_test_modules)
+		if (auto ko = dkms_built(m, k.release)) {
+			built.emplace_back(&m, *ko);
+			key += std::string(m.dir) + read_text_file(ko->string());
+		}
+	if (built.empty() || built.front().first != &dkms_test_modules[0])
+		return std::nullopt;
+	const fs::path out = cache / "modules" / (k.dir.filename().string() + "-dkms-" + content_hash(key));
+	if (!fs::exists(out / ".complete")) {
+		for (const auto &[m, ko] : built) {
+			fs::create_directories(out / m->dir);
+			fs::copy_file(ko, out / m->dir / ko.filename(), fs::copy_options::overwrite_existing);
+		}
+		unique_fd done(::open((out / ".complete").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+	}
+	std::cerr << "pinmatrix vm: the test modules for " << k.release << ": DKMS's ("
+		  << join(built, ", ", [](const auto &b) { return b.first->dir + std::string(".ko"); }) << ")\n";
+	return out;
+}
+
+} // namespace
+
 fs::path prepare_modules(const guest_kernel &k, const fs::path &cache)
 {
+	if (auto dkms = modules_from_dkms(k, cache))
+		return *dkms;
 	if (k.kdir.empty())
 		throw unmet_need("kernel '" + k.spec.name + "' (" + k.release +
 				 ") boots, but the test modules cannot build: " + k.spec.user_dir.string() +
