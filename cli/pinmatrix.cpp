@@ -273,7 +273,8 @@ constexpr const char *gate = "0 no regression against the baseline; 1 a regressi
 constexpr const char *bisect = "0 the first bad commit was found; 1 it was not; 2 bad usage or setup; 4 this "
 			       "machine cannot run the cases";
 constexpr const char *kernel_build = "0 the kernel's directory is on stdout; 2 bad usage; 4 it cannot be built or "
-				     "fetched here";
+				     "fetched here (for a build, a tool it needs missing: each named, with the apt-get "
+				     "command that installs them, before anything is written)";
 constexpr const char *report = "0 written; 1 with --compare a regression (a verdict; with --latency or "
 			       "--bench-threshold also those), with --mutants a mutant not caught or a kernel as it "
 			       "was not clean, with --fleet a case that failed or ended in error; 2 bad usage or "

@@ -656,3 +656,50 @@ TEST(Cli, ExplainsJsonFlagIsFormatJson)
 	EXPECT_NE(both.output.find(" excludes --"), std::string::npos) << both.output;
 	EXPECT_EQ(lines_of(both.output), 1u) << both.output;
 }
+
+namespace {
+
+// A directory of links to every program of PATH but `left_out`.
+fs::path path_without(const fs::path &dir, const std::string &left_out)
+{
+	fs::create_directories(dir);
+	std::istringstream path(getenv("PATH"));
+	for (std::string d; std::getline(path, d, ':');) {
+		std::error_code ec;
+		for (const auto &e : fs::directory_iterator(d.empty() ? "." : d, ec))
+			if (e.path().filename() != left_out && !fs::exists(dir / e.path().filename()))
+				fs::create_symlink(e.path(), dir / e.path().filename());
+	}
+	return dir;
+}
+
+} // namespace
+
+// `kernel build` on a host without flex: one line naming it and the
+// command that installs it, exit 4, before anything is written in the
+// cache (no download, no unpacked source, no lock).
+TEST(Cli, KernelBuildWithoutFlexSaysSoBeforeWritingAnything)
+{
+	scratch s("pm-build-tools");
+	const fs::path bin = path_without(s.dir / "bin", "flex");
+	ASSERT_FALSE(fs::exists(bin / "flex"));
+	ASSERT_TRUE(fs::exists(bin / "bison"));
+	fs::create_directories(s.dir / "cache");
+	const std::string saved = getenv("PATH");
+	setenv("PATH", bin.c_str(), 1);
+	const auto empty = run_pinmatrix("kernel build --cache " + (s.dir / "cache").string());
+	const auto absent = run_pinmatrix("kernel build --kernel build:debug --cache " + (s.dir / "none").string());
+	setenv("PATH", saved.c_str(), 1);
+	for (const auto &r : {empty, absent}) {
+		EXPECT_EQ(r.exit_code, 4) << r.output;
+		EXPECT_EQ(r.output.rfind("pinmatrix: cannot run here: a kernel build needs what this host lacks: flex "
+					 "(Kconfig's lexer; not in PATH)",
+					 0),
+			  0u)
+			<< r.output;
+		EXPECT_NE(r.output.find("; install them: apt-get install flex"), std::string::npos) << r.output;
+		EXPECT_EQ(lines_of(r.output), 1u) << r.output;
+	}
+	EXPECT_TRUE(fs::is_empty(s.dir / "cache"));
+	EXPECT_FALSE(fs::exists(s.dir / "none"));
+}
