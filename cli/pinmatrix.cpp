@@ -50,20 +50,22 @@ constexpr const char *strict_help =
 	"Count a failure that a known bug of this kernel predicts (XFAIL, matrix/known_bugs.cpp) as a FAIL, "
 	"and a pass where such a bug should have shown (XPASS) too";
 
-// `pinmatrix cases`: each case of the plan, what it checks and what it
-// expects (on --kernel's version, else this machine's), as the run's JSON
-// has it.
-nlohmann::json plan_json(const suite_options &opt)
+// `pinmatrix cases`: each case of the plan (--cases as `run` takes it), in
+// plan order, what it checks and what it expects (on --kernel's version,
+// else this machine's), as the run's JSON has it.
+nlohmann::json plan_json(const suite_options &opt, const std::vector<std::string> &wanted)
 {
+	const auto all = make_suites(opt);
 	nlohmann::json suites = nlohmann::json::array();
-	for (const auto &s : make_suites(opt)) {
-		nlohmann::json cases = nlohmann::json::array();
-		for (const auto &c : s->cases())
-			cases.push_back({{"id", c.id},
-					 {"name", c.name},
-					 {"checks", s->describe(c)},
-					 {"expected", s->not_run(c, verdict::skip, "").expected}});
-		suites.push_back({{"name", s->name()}, {"cases", cases}});
+	const suite *at = nullptr;
+	for (const auto &[owner, c] : select_plan(all, wanted)) {
+		if (owner != at)
+			suites.push_back({{"name", owner->name()}, {"cases", nlohmann::json::array()}});
+		at = owner;
+		suites.back()["cases"].push_back({{"id", c.id},
+						  {"name", c.name},
+						  {"checks", owner->describe(c)},
+						  {"expected", owner->not_run(c, verdict::skip, "").expected}});
 	}
 	return {{"suites", suites}};
 }
@@ -122,13 +124,36 @@ const CLI::Validator regular_file(
 	},
 	"FILE");
 
-// --format of run and vm: what a kselftest runner or LAVA reads on stdout
-// (checked by streams_ktap(), reports/ktap.hpp, before anything is done).
-void add_format_option(CLI::App *cmd, std::string &format)
+// A form of --format: its name, and what stdout holds in it.
+struct output_form {
+	const char *name;
+	const char *holds;
+};
+
+// --format, one meaning in every command: the form of what the command
+// prints on stdout (the files it writes are the same in every form). A form
+// the command does not have is refused as it is parsed, in the one wording
+// of format_refusal() (lib/user_input.hpp).
+CLI::Option *add_format_option(CLI::App *cmd, std::string &format, const std::vector<output_form> &forms)
 {
-	cmd->add_option("--format", format,
-			"text (people's lines and the table), or ktap: KTAP version 1 on stdout as cases end, "
-			"one subtest per suite (per kernel and boot with --matrix), people's lines on stderr")
+	std::vector<std::string> names;
+	std::string help = "What stdout holds:";
+	for (const auto &f : forms) {
+		help += std::string(names.empty() ? " " : "; ") + f.name + ": " + f.holds;
+		names.emplace_back(f.name);
+	}
+	return cmd->add_option("--format", format, help + " (files written are the same in every form)")
+		->check(CLI::Validator([names](std::string &v) { return format_refusal(v, names); }, join(names, "|")));
+}
+
+// --format of run, vm and gate: what a kselftest runner or LAVA reads on
+// stdout.
+void add_run_format_option(CLI::App *cmd, std::string &format)
+{
+	add_format_option(cmd, format,
+			  {{"text", "people's lines and the table"},
+			   {"ktap", "KTAP version 1 as cases end, one subtest per suite (per kernel and boot with "
+				    "--matrix); people's lines go to stderr"}})
 		->capture_default_str();
 }
 
@@ -252,7 +277,8 @@ constexpr const char *gate = "0 no regression against the baseline; 1 a regressi
 constexpr const char *bisect = "0 the first bad commit was found; 1 it was not; 2 bad usage or setup; 4 this "
 			       "machine cannot run the cases";
 constexpr const char *kernel_build = "0 the kernel's directory is on stdout; 2 bad usage; 4 it cannot be built or "
-				     "fetched here";
+				     "fetched here (for a build, a tool it needs missing: each named, with the apt-get "
+				     "command that installs them, before anything is written)";
 constexpr const char *report = "0 written; 1 with --compare a regression (a verdict; with --latency or "
 			       "--bench-threshold also those), with --mutants a mutant not caught or a kernel as it "
 			       "was not clean, with --fleet a case that failed or ended in error; 2 bad usage or "
@@ -289,23 +315,29 @@ subcommand add_cases(CLI::App &app)
 	auto opt = std::make_shared<suite_options>();
 	auto format = std::make_shared<std::string>("text");
 	auto kernel = std::make_shared<std::string>();
+	auto cases = std::make_shared<std::vector<std::string>>();
 	auto *cmd = with_exit_codes(app.add_subcommand("cases", "List the plan: every case and its expected outcome"),
 				    exit_codes::listing);
 	add_pin_options(cmd, opt->pins);
-	cmd->add_option("--format", *format, "text (fits the terminal), or json (the plan as data: each case's "
-					     "checks and expected, as results.json has them)")
-		->capture_default_str()
-		->check(CLI::IsMember({"text", "json"}));
+	cmd->add_option("--cases", *cases, "The cases `run --cases` would run, A,B,-C (default: all)");
+	add_format_option(cmd, *format,
+			  {{"text", "the plan, fitted to the terminal"},
+			   {"json", "the plan as data, each case's checks and expected as results.json has them"},
+			   {"ktap-plan", "the plan as a run's KTAP announces it: KTAP version 1, 1..SUITES, and a "
+					 "'# plan: SUITE N CASE' line a case, its result line to come (no results)"}})
+		->capture_default_str();
 	cmd->add_option("--kernel", *kernel, "What each case expects on this upstream kernel version, not this "
 					     "machine's (the rows that depend on it: backing, pinner)")
 		->check(upstream_version_text);
-	return {cmd, [opt, format, kernel] {
+	return {cmd, [opt, format, kernel, cases] {
 			check(opt->pins);
 			if (!kernel->empty())
 				opt->judged_kernel = {false, upstream_version(*kernel, "")};
-			const auto plan = plan_json(*opt);
+			const auto plan = plan_json(*opt, case_list(*cases));
 			if (*format == "json")
 				std::cout << plan.dump(2) << '\n';
+			else if (*format == "ktap-plan")
+				std::cout << format_ktap_plan(plan, std::string("pinmatrix ") + PINMATRIX_VERSION);
 			else
 				print_cases(plan, terminal_width().value_or(default_table_width));
 			return 0;
@@ -325,9 +357,9 @@ subcommand add_promises(CLI::App &app)
 	cmd->add_option("--contract", filter->contract, "Only this contract's promises: pin or ualink")
 		->check(CLI::IsMember({"pin", "ualink"}));
 	cmd->add_flag("--unproved", filter->unproved_only, "Only the promises that no mutant proves");
-	cmd->add_option("--format", *format, "text, or json (the promise and mutant tables and their counts)")
-		->capture_default_str()
-		->check(CLI::IsMember({"text", "json"}));
+	add_format_option(cmd, *format,
+			  {{"text", "the promise and mutant tables"}, {"json", "the tables and their counts as data"}})
+		->capture_default_str();
 	return {cmd, [filter, format] {
 			if (*format == "json")
 				std::cout << promises_json(*filter).dump(2) << '\n';
@@ -372,7 +404,7 @@ subcommand add_run(CLI::App &app)
 			"Fault injection: panic-at=CASE | hang-at=CASE | kernel-hang-at=CASE | kernel-hang-in-thread-at=CASE | kernel-spin-at=CASE | "
 			"kernel-oops-at=CASE | kernel-leak-pin-at=CASE");
 	add_pin_options(cmd, run->pins)->excludes(module);
-	add_format_option(cmd, run->format);
+	add_run_format_option(cmd, run->format);
 	cmd->add_flag("--strict", run->strict, strict_help);
 	auto *baseline = cmd->add_option("--baseline", gate->baseline,
 					 "The gate on this node: compare with this baseline run (its directory or "
@@ -452,7 +484,7 @@ std::function<void()> add_vm_options(CLI::App *cmd, vm_options &vm)
 			"--matrix: guests at once (default: as many as the host's cores and memory hold)")
 		->check(whole_number(1, 64));
 	add_vm_guest_options(cmd, vm.guest, *cases);
-	add_format_option(cmd, vm.format);
+	add_run_format_option(cmd, vm.format);
 	return [&vm, cases, cmd, placement] {
 		if (placement->count())
 			throw usage_error("--placement: the guest's boot is --boot " + vm.boot +
@@ -616,9 +648,10 @@ subcommand add_report(CLI::App &app)
 			"With --compare: exit 1 when a benchmark's median is slower by more than PCT percent "
 			"(without it, benchmarks are informational)");
 	add_latency_flag(cmd, opt->latency);
-	cmd->add_option("--format", opt->format,
-			"With --compare: text (the default), md (a Markdown table for a ticket) or json "
-			"(every row, for machines)");
+	add_format_option(cmd, opt->format,
+			  {{"text", "with --compare, the comparison for people (the default)"},
+			   {"md", "a Markdown table for a ticket"},
+			   {"json", "every row, for machines"}});
 	cmd->add_option("--fleet", opt->fleet,
 			"NODE_DIR...: one node x case report from each node's status.json, facts.json "
 			"and results.json (ansible/roles/collect)")
@@ -671,6 +704,7 @@ subcommand add_explain(CLI::App &app, std::vector<std::string> command)
 	auto opt = std::make_shared<explain_options>();
 	opt->command = std::move(command);
 	auto pid = std::make_shared<int>(0);
+	auto format = std::make_shared<std::string>("text");
 	auto *cmd = with_exit_codes(
 		app.add_subcommand("explain", "Where the pages of PID's RANGE live, its memlock state and what an "
 					      "ENOMEM from registering them would mean; or, with -- CMD ARGS, run CMD "
@@ -678,10 +712,16 @@ subcommand add_explain(CLI::App &app, std::vector<std::string> command)
 		exit_codes::explain);
 	cmd->add_option("pid", *pid, "Process id");
 	cmd->add_option("range", opt->range, "START-END (hex), START+LENGTH (bytes, K, M, G) or START (one page)");
-	cmd->add_flag("--json", opt->json, "JSON instead of text");
-	return {cmd, [opt, pid, cmd] {
+	auto *as_json = add_format_option(cmd, *format,
+					  {{"text", "the explanation for people"},
+					   {"json", "the explanation as data (CMD's own output goes to stderr)"}})
+				->capture_default_str();
+	// The old spelling, kept: tests/vm/explain-guest.sh and scripts use it.
+	cmd->add_flag("--json", opt->json, "The same as --format json")->excludes(as_json);
+	return {cmd, [opt, pid, cmd, format] {
 			if (cmd->count("pid"))
 				opt->pid = *pid;
+			opt->json = opt->json || *format == "json";
 			return explain(*opt, std::cout);
 		}};
 }

@@ -139,6 +139,23 @@ void require_writable_dir(const fs::path &p, const std::string &what)
 	rmdir(probe.c_str());
 }
 
+std::string format_refusal(std::string_view format, const std::vector<std::string> &forms)
+{
+	for (const auto &f : forms)
+		if (f == format)
+			return "";
+	std::string expected;
+	for (size_t i = 0; i < forms.size(); i++)
+		expected += (i == 0 ? "" : i + 1 == forms.size() ? " or " : ", ") + forms[i];
+	return "'" + shortened(std::string(format)) + "': expected " + expected;
+}
+
+void require_format(std::string_view format, const std::vector<std::string> &forms)
+{
+	if (auto why = format_refusal(format, forms); !why.empty())
+		throw usage_error("--format: " + why);
+}
+
 void require_path_name(const std::string &name, const std::string &what)
 {
 	static const std::regex safe("[A-Za-z0-9][A-Za-z0-9._+-]{0,63}");

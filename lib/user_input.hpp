@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace pinmatrix {
 
@@ -36,6 +38,15 @@ bool is_within(const std::filesystem::path &inner, const std::filesystem::path &
 // same file or directory (as they resolve, or by device and inode).
 void require_not_input(const std::filesystem::path &out, const std::filesystem::path &input,
 		       const std::string &what);
+
+// --format means one thing in every command: the form of what it prints on
+// stdout (the files a command writes are the same in every form). Its
+// refusal is one wording everywhere: "'xml': expected text, md or json"
+// (CLI11 puts "--format: " before a validator's words), or "" for one of
+// `forms`.
+std::string format_refusal(std::string_view format, const std::vector<std::string> &forms);
+// Throws usage_error "--format: " + format_refusal() for a form not in `forms`.
+void require_format(std::string_view format, const std::vector<std::string> &forms);
 
 // A name that becomes one path component: [A-Za-z0-9][A-Za-z0-9._+-]*, at
 // most 64 characters (no '/', no "..", no NUL, nothing hidden).

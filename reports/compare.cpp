@@ -13,6 +13,7 @@
 #include "bench_report.hpp"
 #include "sys_error.hpp"
 #include "text.hpp"
+#include "user_input.hpp"
 
 namespace pinmatrix {
 
@@ -60,13 +61,8 @@ bool is_regression(verdict_change c)
 
 compare_format compare_format_of(std::string_view name)
 {
-	if (name == "text")
-		return compare_format::text;
-	if (name == "md")
-		return compare_format::md;
-	if (name == "json")
-		return compare_format::json;
-	throw usage_error("report --format: '" + std::string(name) + "' is not one of text, md, json");
+	require_format(name, {"text", "md", "json"});
+	return name == "md" ? compare_format::md : name == "json" ? compare_format::json : compare_format::text;
 }
 
 std::optional<double> case_comparison::median_change_pct() const

@@ -15,6 +15,7 @@
 
 #include "reports.hpp"
 #include "sys_error.hpp"
+#include "user_input.hpp"
 
 namespace pinmatrix {
 
@@ -408,11 +409,51 @@ std::string format_ktap(const json &doc)
 
 bool streams_ktap(const std::string &format)
 {
-	if (format == "text")
-		return false;
-	if (format == "ktap")
-		return true;
-	throw usage_error("--format '" + format + "': expected text or ktap");
+	require_format(format, {"text", "ktap"});
+	return format == "ktap";
+}
+
+namespace {
+
+// The plan's "# plan: SUITE N CASE" lines: each suite's cases numbered
+// from 1, as their subtest numbers their result lines.
+std::string planned_case_lines(const json &suites)
+{
+	std::string out;
+	for (const auto &s : suites) {
+		const std::string suite = description_text(s.at("name").get<std::string>());
+		size_t n = 0;
+		for (const auto &c : s.at("cases")) {
+			const std::string title =
+				case_title(c.at("id").get<std::string>(), c.at("name").get<std::string>());
+			out += "# plan: " + suite + " " + std::to_string(++n) + " " + description_text(title) + "\n";
+		}
+	}
+	return out;
+}
+
+} // namespace
+
+std::string format_ktap_plan(const json &plan, const std::string &tool)
+{
+	// A suite without cases has no subtest in a run.
+	json suites = json::array();
+	for (const auto &s : plan.at("suites"))
+		if (!s.at("cases").empty())
+			suites.push_back(s);
+	ktap_plan sizes;
+	sizes.groups.emplace_back();
+	size_t cases = 0;
+	for (const auto &s : suites) {
+		sizes.groups[0].push_back(s["cases"].size());
+		cases += s["cases"].size();
+	}
+	ktap_stream head(sizes);
+	head.begin();
+	return head.take() + "# " + one_line(tool) + ": the plan, no results: " + std::to_string(cases) +
+	       " cases in " + std::to_string(suites.size()) +
+	       " suites; \"# plan: SUITE N CASE\" is the result line \"ok N CASE\" to come in subtest SUITE\n" +
+	       planned_case_lines(suites);
 }
 
 namespace {

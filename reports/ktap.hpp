@@ -116,6 +116,16 @@ private:
 // on stderr). True for ktap; throws usage_error for anything else.
 bool streams_ktap(const std::string &format);
 
+// `pinmatrix cases --format ktap-plan`: the plan as a run's KTAP announces
+// it before its first case ("KTAP version 1" and the top-level plan "1..S",
+// S suites, a subtest each, as ktap_stream::begin() writes them) and, a
+// plan having no results, each case as a diagnostic line naming the result
+// line it will have: "# plan: SUITE N CASE" for "ok N CASE" (or "not ok")
+// in subtest SUITE, in plan order, named and escaped as record() names it.
+// plan: {"suites": [{"name", "cases": [{"id", "name"}, ...]}, ...]}, as
+// `pinmatrix cases --format json` prints it; tool: "pinmatrix 0.1".
+std::string format_ktap_plan(const nlohmann::json &plan, const std::string &tool);
+
 // The KTAP document of `--format ktap` on stdout, and nothing else there:
 // while it lives, whatever else this process and its children print (the
 // progress lines, the table, tools' chatter) goes to stderr.

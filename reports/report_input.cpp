@@ -79,9 +79,14 @@ std::string kernel_config::label() const
 	return out;
 }
 
+std::string case_title(std::string_view id, std::string_view name)
+{
+	return std::string(id) + (name.empty() || name == id ? "" : " (" + std::string(name) + ")");
+}
+
 std::string case_view::title() const
 {
-	return name.empty() || name == id ? id : id + " (" + name + ")";
+	return case_title(id, name);
 }
 
 const json *member(const json &j, std::string_view key)

@@ -81,6 +81,10 @@ struct case_view {
 	std::string title() const;
 };
 
+// A case's title from its id and name (case_view::title(); `pinmatrix
+// cases` names a planned case so).
+std::string case_title(std::string_view id, std::string_view name);
+
 struct run_view {
 	const json *doc = nullptr;
 	std::vector<case_view> cases;		// document order

@@ -14,6 +14,7 @@
 
 #include "atomic_file.hpp"
 #include "boot.hpp"
+#include "build_tools.hpp"
 #include "data_dir.hpp"
 #include "kernels.hpp"
 #include "launcher.hpp"
@@ -106,6 +107,9 @@ void check_bisect_options(const bisect_options &opt)
 		if (is_within(p, opt.tree))
 			throw usage_error(std::string(flag) + " " + p.string() +
 					  " is inside --tree: git bisect checks out there");
+	// Each step builds your tree (vm/bisect-build.sh): a missing tool would
+	// skip every commit.
+	require_build_tools({.source_package = false, .patches = false, .fragments = opt.fragments});
 }
 
 // pinmatrix bisect-step and its options, as git bisect run calls it.

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "boot.hpp"
+#include "build_tools.hpp"
 #include "data_dir.hpp"
 #include "kernel_info.hpp"
 #include "sys_error.hpp"
@@ -315,8 +316,16 @@ std::string guest_kernel::describe() const
 	return d;
 }
 
+void require_build_tools_for(const kernel_spec &spec)
+{
+	if (spec.source == "build")
+		require_build_tools(
+			{.source_package = true, .patches = !spec.patches.empty(), .fragments = spec.fragments});
+}
+
 guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 {
+	require_build_tools_for(spec);
 	guest_kernel k;
 	k.spec = spec;
 	if (spec.source == "image") {

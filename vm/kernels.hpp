@@ -58,6 +58,11 @@ struct guest_kernel {
 	std::string describe() const;	// "debian 6.1.0-57-amd64", "build <hash> (+2 patches)"
 };
 
+// What vm/kernel-build.sh needs of the host for SPEC (a build), before it
+// starts anything: throws unmet_need naming each missing tool and the
+// apt-get command (vm/build_tools.hpp). Nothing for other sources.
+void require_build_tools_for(const kernel_spec &spec);
+
 // Downloads or builds as needed (cached), with progress on stderr.
 // Throws unmet_need when it cannot be had here.
 guest_kernel prepare_kernel(const kernel_spec &spec, const std::filesystem::path &cache);

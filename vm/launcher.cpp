@@ -479,6 +479,8 @@ int build_kernel(const std::string &spec_text, const std::vector<fs::path> &patc
 		throw usage_error("--patch applies to build kernels only");
 	spec.patches = patches;
 	require_writable_dir(cache, "--cache");
+	// Before the lock: a host without flex writes nothing in the cache.
+	require_build_tools_for(spec);
 	cache_entry_lock lock(cache, kernel_lock_name(spec), "kernel '" + spec.name + "'", std::cerr);
 	const auto k = prepare_kernel(spec, cache);
 	std::cout << k.dir.string() << "\n";

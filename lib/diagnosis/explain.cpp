@@ -496,7 +496,7 @@ pid_t fork_waiting(const explain_options &opt, unique_fd &go)
 		char c;
 		while (::read(ready[0], &c, 1) < 0 && errno == EINTR)
 			;
-		// With --json, standard output is the JSON alone: the command's goes
+		// With --format json, standard output is the JSON alone: the command's goes
 		// to standard error.
 		if (opt.json)
 			dup2(STDERR_FILENO, STDOUT_FILENO);

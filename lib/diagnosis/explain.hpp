@@ -16,8 +16,9 @@
 //                                    milliseconds it takes to read its
 //                                    memlock state and pages as it registers)
 //
-// With --json the report is JSON on standard output (and the wrapped
-// command's own standard output goes to standard error).
+// With --format json (or its old spelling --json) the report is JSON on
+// standard output (and the wrapped command's own standard output goes to
+// standard error).
 //
 // RANGE: START-END (hex, as /proc/PID/maps prints), START+LENGTH (LENGTH in
 // bytes, with K, M or G, or 0x hex) or START (one page).

@@ -369,6 +369,11 @@ def cli_inputs(w):
     add("run-format-bogus", "run", "--format", "tap", "--out", out)
     add("vm-format-bogus", *vm, "--format", "xml")
     add("vm-format-ktap-guest-cmd", *vm, "--format", "ktap", "--guest-cmd", "true")
+    # --format is what stdout holds, in every command: a form it lacks is refused
+    add("cases-format-ktap", "cases", "--format", "ktap")
+    add("cases-cases-unknown", "cases", "--cases", "Z")
+    add("explain-format-bogus", "explain", "--format", "xml", str(os.getpid()), "0x1000")
+    add("explain-json-and-format", "explain", "--json", "--format", "text", str(os.getpid()), "0x1000")
     # gate and run --baseline: the baseline is read before anything runs
     gate = ["gate", "--out", out, "--cache", cache]
     add("gate-no-baseline", *gate)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -108,8 +109,8 @@ TEST(Cli, BadUsageExitsTwoWithAMessage)
 		{"kernel build --kernel tree:/nonexistent-pm-tree", "no directory /nonexistent-pm-tree"},
 		{"vm --out /tmp/x --kernel debs:/nonexistent-pm-debs", "no directory /nonexistent-pm-debs"},
 		{"kernel build --kernel fedora:41", "tree:DIR or debs:DIR"},
-		{"run --format tap", "--format 'tap': expected text or ktap"},
-		{"vm --out /tmp/x --format xml", "--format 'xml': expected text or ktap"},
+		{"run --format tap", "--format: 'tap': expected text or ktap"},
+		{"vm --out /tmp/x --format xml", "--format: 'xml': expected text or ktap"},
 		{"vm --out /tmp/x --format ktap --guest-cmd true", "excludes --guest-cmd"},
 		// report --kcidb: the origin is checked before the directory is read.
 		{"report /nonexistent-pm-run --kcidb", "needs --origin NAME"},
@@ -516,4 +517,189 @@ TEST(Cli, MatrixStreamsKtapWithOneSubtestPerGroup)
 	const std::string h((std::istreambuf_iterator<char>(human)), std::istreambuf_iterator<char>());
 	EXPECT_NE(h.find("img / ordinary: skip (" + why), std::string::npos) << h;
 	EXPECT_EQ(r.output.find("img / ordinary"), std::string::npos) << r.output;
+}
+
+namespace {
+
+std::vector<std::string> lines_in(const std::string &text)
+{
+	std::vector<std::string> out;
+	std::istringstream in(text);
+	for (std::string l; std::getline(in, l);)
+		out.push_back(l);
+	return out;
+}
+
+// The result lines of a run's KTAP as "SUITE N CASE" (its suites' subtests,
+// one level in; the directive after " # " left out).
+std::vector<std::string> case_results(const std::string &ktap)
+{
+	std::vector<std::string> out;
+	std::string suite;
+	for (const auto &l : lines_in(ktap)) {
+		if (l.rfind("  # Subtest: ", 0) == 0)
+			suite = l.substr(13);
+		for (const char *result : {"  ok ", "  not ok "})
+			if (l.rfind(result, 0) == 0)
+				out.push_back(suite + " " + l.substr(strlen(result), l.find(" # ") - strlen(result)));
+	}
+	return out;
+}
+
+// "# plan: SUITE N CASE" lines as "SUITE N CASE".
+std::vector<std::string> planned(const std::string &ktap_plan)
+{
+	std::vector<std::string> out;
+	for (const auto &l : lines_in(ktap_plan))
+		if (l.rfind("# plan: ", 0) == 0)
+			out.push_back(l.substr(8));
+	return out;
+}
+
+} // namespace
+
+// `cases --format ktap-plan` is the plan as the run's KTAP announces it:
+// its first two lines, and a "# plan:" line for each result line the run
+// then prints, in its order, named as it names them.
+TEST(Cli, KtapPlanIsWhatTheRunsKtapAnnounces)
+{
+	if (fs::exists("/dev/pinmatrix"))
+		GTEST_SKIP() << "the module is loaded on this machine: the run would run its cases";
+	scratch s("pm-ktap-plan");
+	const auto plan = run_pinmatrix("cases --cases A,D,fork --format ktap-plan", "/dev/null");
+	ASSERT_EQ(plan.exit_code, 0) << plan.output;
+	const auto run = run_pinmatrix("run --cases A,D,fork --format ktap --out " + (s.dir / "out").string(),
+				       "/dev/null");
+	ASSERT_EQ(run.exit_code, 4) << run.output;
+	const auto plan_lines = lines_in(plan.output), run_lines = lines_in(run.output);
+	ASSERT_GE(plan_lines.size(), 3u) << plan.output;
+	EXPECT_EQ(plan_lines[0], "KTAP version 1");
+	EXPECT_EQ(plan_lines[1], run_lines.at(1)) << run.output;
+	EXPECT_EQ(plan_lines[1], "1..2");
+	const std::vector<std::string> cases = {"pin 1 A (movable-none)", "pin 2 D (ordinary-foll-pin)",
+						"fork 1 fork/child-writes-private (child-writes-private)",
+						"fork 2 fork/device-write-stays-in-parent (device-write-stays-in-parent)"};
+	EXPECT_EQ(planned(plan.output), cases) << plan.output;
+	EXPECT_EQ(case_results(run.output), cases) << run.output;
+	for (const auto &l : plan_lines)
+		EXPECT_TRUE(l == "KTAP version 1" || l.rfind("1..", 0) == 0 || l.rfind("# ", 0) == 0) << l;
+}
+
+// The whole plan: a suite a test, a "# plan:" line a case, as the JSON has them.
+TEST(Cli, KtapPlanHasEveryCaseOfThePlan)
+{
+	const auto plan = run_pinmatrix("cases --format ktap-plan", "/dev/null");
+	const auto json = run_pinmatrix("cases --format json", "/dev/null");
+	ASSERT_EQ(plan.exit_code, 0) << plan.output;
+	const auto doc = nlohmann::json::parse(json.output);
+	std::vector<std::string> cases;
+	for (const auto &s : doc["suites"])
+		for (size_t i = 0; i < s["cases"].size(); i++) {
+			const auto &c = s["cases"][i];
+			const std::string id = c["id"], name = c["name"];
+			cases.push_back(s["name"].get<std::string>() + " " + std::to_string(i + 1) + " " + id +
+					(id == name ? "" : " (" + name + ")"));
+		}
+	EXPECT_GT(cases.size(), 40u);
+	EXPECT_EQ(lines_in(plan.output).at(1), "1.." + std::to_string(doc["suites"].size()));
+	EXPECT_EQ(planned(plan.output), cases);
+	const auto bad = run_pinmatrix("cases --format ktap");
+	EXPECT_EQ(bad.exit_code, 2);
+	EXPECT_EQ(bad.output, "pinmatrix: --format: 'ktap': expected text, json or ktap-plan (see --help)\n");
+}
+
+// --format means one thing in every command that has it: what stdout
+// holds; a form it does not have is refused in one wording, before
+// anything is read or written.
+TEST(Cli, FormatMeansWhatStdoutHoldsInEveryCommand)
+{
+	scratch s("pm-format");
+	const std::string out = (s.dir / "out").string();
+	const struct {
+		std::string args, forms;
+	} commands[] = {
+		{"cases", "text, json or ktap-plan"},
+		{"promises", "text or json"},
+		{"run --out " + out, "text or ktap"},
+		{"vm --out " + out, "text or ktap"},
+		{"gate --baseline " + out + " --out " + out, "text or ktap"},
+		{"report --compare " + out + " " + out, "text, md or json"},
+		{"explain 1 0x1000", "text or json"},
+	};
+	for (const auto &c : commands) {
+		const auto r = run_pinmatrix(c.args + " --format xml");
+		EXPECT_EQ(r.exit_code, 2) << c.args;
+		EXPECT_EQ(r.output, "pinmatrix: --format: 'xml': expected " + c.forms + " (see --help)\n") << c.args;
+		const auto help = run_pinmatrix(c.args.substr(0, c.args.find(' ')) + " --help");
+		EXPECT_NE(help.output.find("What stdout holds: text: "), std::string::npos) << c.args << help.output;
+	}
+	EXPECT_FALSE(fs::exists(out));
+	for (const char *none : {"bisect", "kernel build"})
+		EXPECT_EQ(run_pinmatrix(std::string(none) + " --help").output.find("--format"), std::string::npos)
+			<< none;
+}
+
+// explain's old --json is --format json; both at once are refused.
+TEST(Cli, ExplainsJsonFlagIsFormatJson)
+{
+	static const char page[1] = {1};
+	std::ostringstream target;
+	target << getpid() << ' ' << std::hex << reinterpret_cast<uintptr_t>(page);
+	const auto flag = run_pinmatrix("explain --json " + target.str(), "/dev/null");
+	const auto format = run_pinmatrix("explain --format json " + target.str(), "/dev/null");
+	ASSERT_EQ(format.exit_code, 0) << format.output;
+	ASSERT_EQ(flag.exit_code, 0) << flag.output;
+	for (const char *key : {"allocation_class", "pages_total"})
+		EXPECT_EQ(nlohmann::json::parse(flag.output)[key], nlohmann::json::parse(format.output)[key]) << key;
+	const auto both = run_pinmatrix("explain --json --format text " + target.str());
+	EXPECT_EQ(both.exit_code, 2) << both.output;
+	EXPECT_NE(both.output.find(" excludes --"), std::string::npos) << both.output;
+	EXPECT_EQ(lines_of(both.output), 1u) << both.output;
+}
+
+namespace {
+
+// A directory of links to every program of PATH but `left_out`.
+fs::path path_without(const fs::path &dir, const std::string &left_out)
+{
+	fs::create_directories(dir);
+	std::istringstream path(getenv("PATH"));
+	for (std::string d; std::getline(path, d, ':');) {
+		std::error_code ec;
+		for (const auto &e : fs::directory_iterator(d.empty() ? "." : d, ec))
+			if (e.path().filename() != left_out && !fs::exists(dir / e.path().filename()))
+				fs::create_symlink(e.path(), dir / e.path().filename());
+	}
+	return dir;
+}
+
+} // namespace
+
+// `kernel build` on a host without flex: one line naming it and the
+// command that installs it, exit 4, before anything is written in the
+// cache (no download, no unpacked source, no lock).
+TEST(Cli, KernelBuildWithoutFlexSaysSoBeforeWritingAnything)
+{
+	scratch s("pm-build-tools");
+	const fs::path bin = path_without(s.dir / "bin", "flex");
+	ASSERT_FALSE(fs::exists(bin / "flex"));
+	ASSERT_TRUE(fs::exists(bin / "bison"));
+	fs::create_directories(s.dir / "cache");
+	const std::string saved = getenv("PATH");
+	setenv("PATH", bin.c_str(), 1);
+	const auto empty = run_pinmatrix("kernel build --cache " + (s.dir / "cache").string());
+	const auto absent = run_pinmatrix("kernel build --kernel build:debug --cache " + (s.dir / "none").string());
+	setenv("PATH", saved.c_str(), 1);
+	for (const auto &r : {empty, absent}) {
+		EXPECT_EQ(r.exit_code, 4) << r.output;
+		EXPECT_EQ(r.output.rfind("pinmatrix: cannot run here: a kernel build needs what this host lacks: flex "
+					 "(Kconfig's lexer; not in PATH)",
+					 0),
+			  0u)
+			<< r.output;
+		EXPECT_NE(r.output.find("; install them: apt-get install flex"), std::string::npos) << r.output;
+		EXPECT_EQ(lines_of(r.output), 1u) << r.output;
+	}
+	EXPECT_TRUE(fs::is_empty(s.dir / "cache"));
+	EXPECT_FALSE(fs::exists(s.dir / "none"));
 }

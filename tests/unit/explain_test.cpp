@@ -104,7 +104,7 @@ TEST(ExplainCommand, ThisProcessesOwnAnonymousPages)
 		<< r.output;
 	EXPECT_NE(r.output.find("pins are not visible"), std::string::npos) << r.output;
 
-	auto j = run_pinmatrix("explain --json " + std::to_string(getpid()) + " " + range);
+	auto j = run_pinmatrix("explain --format json " + std::to_string(getpid()) + " " + range);
 	EXPECT_EQ(j.exit_code, 0) << j.output;
 	const auto doc = nlohmann::json::parse(j.output);
 	EXPECT_EQ(doc["allocation_class"], "host anonymous");

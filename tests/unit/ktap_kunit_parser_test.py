@@ -16,6 +16,11 @@
 #       the pin cases SKIP; fork runs through io_uring or SKIPs): stdout is
 #       the KTAP document alone, results.ktap line for line, written as each
 #       case ends, and the parser reads it
+#   ktap_kunit_parser_test.py plan PINMATRIX
+#       `pinmatrix cases --format ktap-plan`: every line KTAP; the parser
+#       finds it, reads its plan (a test a suite) and finds nothing run (a
+#       plan has no results: its one complaint, "missing expected
+#       subtest!", once a suite), and shows each "# plan:" line
 #   ktap_kunit_parser_test.py parse FILE
 #       prints the parser's tree of FILE ("suite/case STATUS" lines) for
 #       the guest test; exit 1 when the parser complained
@@ -232,10 +237,35 @@ def check_written_as_cases_end(pinmatrix, scratch, doc):
     print("ok: each case's KTAP lines were written as it ended")
 
 
+def check_plan(pinmatrix, scratch, kunit):
+    p = subprocess.run([pinmatrix, "cases", "--format", "ktap-plan"], capture_output=True, text=True, check=True)
+    lines = p.stdout.splitlines()
+    for line in lines:
+        assert KTAP_LINE.match(line), f"not a KTAP line: {line!r}"
+    suites = int(lines[1][len("1.."):])
+    plan = os.path.join(scratch, "plan.ktap")
+    with open(plan, "w") as f:
+        f.write(p.stdout)
+    parsed = subprocess.run([sys.executable, kunit, "parse", plan], capture_output=True, text=True,
+                            cwd=os.path.dirname(kunit))
+    output = parsed.stdout + parsed.stderr
+    for complaint in ("Traceback", "could not find any KTAP output"):
+        assert complaint not in output, f"kunit.py parse: {complaint}:\n{output}"
+    errors = [l.split("] ", 1)[-1] for l in output.splitlines() if "[ERROR]" in l]
+    assert errors == ["[ERROR] Test: main: missing expected subtest!"] * suites, \
+        f"not {suites} missing subtests alone:\n{output}"
+    assert f"Ran {suites} tests: crashed: {suites}" in output, output
+    for line in lines:
+        if line.startswith("# plan: "):
+            assert line in output, f"{line!r} not in the parser's log:\n{output}"
+    print(f"ok: cases --format ktap-plan: the parser reads a plan of {suites} tests, "
+          f"{sum(l.startswith('# plan: ') for l in lines)} '# plan:' lines, nothing run")
+
+
 def main(argv):
-    if len(argv) < 3 or argv[1] not in ("reports", "run-stream", "parse"):
-        print("usage: ktap_kunit_parser_test.py reports PINMATRIX DATA_DIR | run-stream PINMATRIX | parse FILE",
-              file=sys.stderr)
+    if len(argv) < 3 or argv[1] not in ("reports", "run-stream", "plan", "parse"):
+        print("usage: ktap_kunit_parser_test.py reports PINMATRIX DATA_DIR | run-stream PINMATRIX | plan PINMATRIX"
+              " | parse FILE", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="pm-kunit-") as scratch:
         try:
@@ -244,6 +274,8 @@ def main(argv):
                 check_reports(argv[2], argv[3], scratch, kunit)
             elif argv[1] == "run-stream":
                 check_run_stream(argv[2], scratch, kunit)
+            elif argv[1] == "plan":
+                check_plan(argv[2], scratch, kunit)
             else:
                 _, tree = kunit_parse(kunit, os.path.abspath(argv[2]), scratch)
                 print("\n".join(tree_lines(tree)))

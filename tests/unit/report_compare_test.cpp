@@ -455,7 +455,7 @@ TEST(ReportCompareKernels, BadFormatIsAUsageError)
 	     {compare_command(good, good, "yaml"), compare_command(dir / "nonexistent", dir / "nonexistent", "yaml")}) {
 		auto r = run_pinmatrix(args);
 		EXPECT_EQ(r.exit_code, 2) << r.output;
-		EXPECT_EQ(r.output, "pinmatrix: report --format: 'yaml' is not one of text, md, json\n");
+		EXPECT_EQ(r.output, "pinmatrix: --format: 'yaml': expected text, md or json (see --help)\n");
 	}
 	auto alone = run_pinmatrix("report " + shell_quoted(good) + " --format md");
 	EXPECT_EQ(alone.exit_code, 2) << alone.output;
