@@ -23,6 +23,7 @@
 #include "explain.hpp"
 #include "kernels.hpp"
 #include "bisect.hpp"
+#include "build_info.hpp"
 #include "gate.hpp"
 #include "ktap.hpp"
 #include "launcher.hpp"
@@ -737,7 +738,7 @@ int main(int argc, char **argv)
 	CLI::App app{"pinmatrix: does a page pass its strongest placement contract before "
 		     "anything makes it immovable?"};
 	app.require_subcommand(1);
-	app.set_version_flag("--version", PINMATRIX_VERSION);
+	app.set_version_flag("--version", "pinmatrix " + suite_version_text());
 	const auto split = split_explain(argc, argv);
 	if (!split)
 		return exit_usage;
