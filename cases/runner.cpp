@@ -697,7 +697,7 @@ suite_options suites_for(const run_options &opt)
 json run_doc(const std::vector<plan_entry> &plan, const kernel_info &kernel)
 {
 	json doc = {{"schema", results_schema},
-		    {"tool", {{"name", "pinmatrix"}, {"version", PINMATRIX_VERSION}}},
+		    {"tool", tool_json()},
 		    {"kernel", {{"release", kernel.release}, {"version", kernel.version},
 				{"machine", kernel.machine}, {"cmdline", kernel.cmdline}}},
 		    {"started_at", now_iso8601()},

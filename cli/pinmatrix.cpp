@@ -26,6 +26,7 @@
 #include "explain.hpp"
 #include "kernels.hpp"
 #include "bisect.hpp"
+#include "build_info.hpp"
 #include "gate.hpp"
 #include "ktap.hpp"
 #include "launcher.hpp"
@@ -337,7 +338,7 @@ subcommand add_cases(CLI::App &app)
 			if (*format == "json")
 				std::cout << plan.dump(2) << '\n';
 			else if (*format == "ktap-plan")
-				std::cout << format_ktap_plan(plan, std::string("pinmatrix ") + PINMATRIX_VERSION);
+				std::cout << format_ktap_plan(plan, "pinmatrix " + std::string(suite_version()));
 			else
 				print_cases(plan, terminal_width().value_or(default_table_width));
 			return 0;
@@ -801,7 +802,7 @@ int main(int argc, char **argv)
 	CLI::App app{"pinmatrix: does a page pass its strongest placement contract before "
 		     "anything makes it immovable?"};
 	app.require_subcommand(1);
-	app.set_version_flag("--version", PINMATRIX_VERSION);
+	app.set_version_flag("--version", "pinmatrix " + suite_version_text());
 	const auto split = split_explain(argc, argv);
 	if (!split)
 		return exit_usage;
@@ -810,7 +811,7 @@ int main(int argc, char **argv)
 					      add_bisect_step(app), add_kernel(app),   add_report(app),
 					      add_explain(app, split->second)};
 	if (argc == 2 && std::string_view(argv[1]) == "--manpage") {
-		std::cout << manpage(app, PINMATRIX_VERSION, source_date());
+		std::cout << manpage(app, suite_version_text(), source_date());
 		return 0;
 	}
 	if (!known_command(app, argc, argv))

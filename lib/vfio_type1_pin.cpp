@@ -205,7 +205,11 @@ void vfio_type1_pin::device_write(void *addr, size_t length, uint64_t seed, std:
 		return;
 	}
 	command |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
-	pwrite(device_.get(), &command, sizeof(command), off_t(config + PCI_COMMAND));
+	if (pwrite(device_.get(), &command, sizeof(command), off_t(config + PCI_COMMAND)) != sizeof(command)) {
+		detail = "PCI command register of " + bdf_ + " not writable: no bus mastering for the DMA";
+		same = false;
+		return;
+	}
 	if (!source_)
 		source_ = populated_pages(edu_buffer_size);
 	fill_pattern(source_->data(), length, seed);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "atomic_file.hpp"
+#include "build_info.hpp"
 #include "sys_error.hpp"
 
 namespace pinmatrix {
@@ -30,6 +31,14 @@ void count(run_summary &s, verdict v)
 }
 
 } // namespace
+
+json tool_json()
+{
+	const std::string_view commit = suite_commit();
+	return {{"name", "pinmatrix"},
+		{"version", std::string(suite_version())},
+		{"commit", commit.empty() ? json(nullptr) : json(std::string(commit))}};
+}
 
 run_summary summarize_json(const json &cases)
 {

@@ -2,7 +2,8 @@
 #pragma once
 
 // results.json, schema "pinmatrix/1": the contract later tools read.
-//   { "schema", "tool", "kernel": {release, cmdline}, "rdma_device",
+//   { "schema", "tool": {name, version, commit}, "kernel": {release,
+//     version, cmdline}, "rdma_device",
 //     "module": {...}, "cases": [ {id, name, placement, first_pin,
 //     second_pin, expected, observed: {errno, migrated, pfn_before,
 //     pfn_after, ...}, latency_ns, verdict, reason} ], "summary", "verdict" }
@@ -25,6 +26,10 @@ struct run_summary {
 	int xfail = 0, xpass = 0;	// known kernel bugs (matrix/known_bugs.hpp)
 	verdict overall = verdict::skip;
 };
+// results.json's "tool": {"name": "pinmatrix", "version", "commit"}, this
+// build's (lib/build_info.hpp); commit null when unknown.
+nlohmann::json tool_json();
+
 run_summary summarize_json(const nlohmann::json &cases);
 // results.json's "summary": {pass, fail, xfail, xpass, skip, error}.
 nlohmann::json summary_json(const run_summary &s);

@@ -16,6 +16,7 @@
 #include "promises_report.hpp"
 #include "report_input.hpp"
 #include "reports.hpp"
+#include "run_files.hpp"
 #include "svg_plot.hpp"
 #include "text.hpp"
 
@@ -57,6 +58,15 @@ const char *verdict_class(verdict o)
 std::string badge(verdict o)
 {
 	return std::string("<span class=\"badge ") + verdict_class(o) + "\">" + upper_name(o) + "</span>";
+}
+
+// Links to files of the run: their labels, each to its (percent-encoded,
+// escaped) relative path.
+std::string links_html(const std::vector<file_link> &links)
+{
+	return join(links, " \u00b7 ", [](const file_link &l) {
+		return "<a href=\"" + ha(l.href()) + "\">" + h(l.label) + "</a>";
+	});
 }
 
 // Colours of the verdicts (dots of a single-kernel plot) and of kernels.
@@ -192,6 +202,10 @@ pre.path { background: #f6f8fa; max-height: none; }
 pre.path .src { color: var(--muted); font-size: 11px; }
 pre.path .end-ok { color: var(--pass); font-weight: 700; } pre.path .end-err { color: var(--fail); font-weight: 700; }
 .oneline { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12.5px; }
+.banner .meta a { color: #fff; text-decoration: underline; }
+.banner .meta .build { opacity: .85; }
+p.files { margin: 6px 0; } td.gb-no { color: var(--fail); font-weight: 700; } td.gb-yes { color: var(--pass); font-weight: 700; }
+details.raw { margin-top: 10px; }
 )css";
 
 // The grid of one suite: for the pin matrix, first pin (rows) x kernel x
@@ -570,38 +584,102 @@ void render_latency(std::ostringstream &out, const run_view &run)
 	out << "</section>\n";
 }
 
+// The columns of the placement table: the page facts read first, in this
+// order, then any other a step has, in order of first appearance.
+std::vector<std::string> step_columns(const std::vector<page_step> &steps)
+{
+	static const char *first[] = {"pfn",	   "pfn_after",	       "zone",		   "migratetype",
+				      "placement", "cma_area",	       "refcount",	   "maybe_dma_pinned",
+				      "longterm_pinnable"};
+	std::vector<std::string> out;
+	std::set<std::string> seen;
+	for (const char *key : first)
+		for (const auto &step : steps)
+			if (member(*step.page, key))
+				add_once(out, seen, key);
+	for (const auto &step : steps)
+		for (const auto &[key, value] : step.page->items())
+			add_once(out, seen, key);
+	return out;
+}
+
+std::string column_title(const std::string &key)
+{
+	static const std::map<std::string, std::string> titles = {
+		{"pfn", "PFN"}, {"pfn_after", "PFN after"}, {"first_pfn", "first PFN"},
+		{"migratetype", "pageblock"}, {"cma_area", "CMA area"}, {"maybe_dma_pinned", "DMA-pinned"},
+		{"longterm_pinnable", "long-term pinnable"}};
+	const auto it = titles.find(key);
+	return it == titles.end() ? key : it->second;
+}
+
+// A step's fact as a cell: PFNs in hex, yes/no, nested values on one line.
+std::string step_value(const json &page, const std::string &key)
+{
+	const json *v = member(page, key);
+	if (!v)
+		return "\u2014";
+	if (v->is_boolean())
+		return v->get<bool>() ? "yes" : "no";
+	const bool pfn = key.find("pfn") != std::string::npos;
+	if (pfn && (v->is_number_unsigned() || (v->is_number_integer() && v->get<int64_t>() >= 0)))
+		return hex(v->get<uint64_t>());
+	if (v->is_structured())
+		return shorten(v->dump(-1, ' ', false, json::error_handler_t::replace), 200);
+	return as_text(*v);
+}
+
+// The page's placement at each step, a cell marked where it changed.
 void render_pages(std::ostringstream &out, const case_view &c)
 {
 	const auto steps = page_steps(c);
 	if (steps.empty())
 		return;
-	out << "<h4>The page at each step</h4>\n<table class=\"plain mono\"><thead><tr><th>step</th><th>PFN</th>"
-	       "<th>zone</th><th>pageblock</th><th>placement</th><th>refcount</th><th>DMA-pinned</th>"
-	       "<th>long-term pinnable</th></tr></thead><tbody>\n";
+	const auto columns = step_columns(steps);
+	out << "<h4>Placement at each step</h4>\n<table class=\"plain mono placement\"><thead><tr><th>step</th>";
+	for (const auto &key : columns)
+		out << "<th>" << h(column_title(key)) << "</th>";
+	out << "</tr></thead><tbody>\n";
 	const json *previous = nullptr;
 	for (const auto &step : steps) {
 		const json &p = *step.page;
-		auto field = [&](const char *key) {
-			const json *v = member(p, key);
-			if (!v)
-				return std::string("\u2014");
-			if (v->is_boolean())
-				return std::string(v->get<bool>() ? "yes" : "no");
-			if (std::string_view(key) == "pfn" && v->is_number_integer())
-				return hex(v->get<uint64_t>());
-			return as_text(*v);
-		};
-		auto changed = [&](const char *key) {
-			return previous && member(p, key) && member(*previous, key) && p[key] != (*previous)[key];
-		};
 		out << "<tr><th>" << h(step.step) << "</th>";
-		for (const char *key : {"pfn", "zone", "migratetype", "placement", "refcount", "maybe_dma_pinned",
-					"longterm_pinnable"})
-			out << "<td" << (changed(key) && std::string_view(key) != "refcount" ? " class=\"changed\"" : "")
-			    << ">" << h(field(key)) << "</td>";
+		for (const auto &key : columns) {
+			const bool changed = previous && key != "refcount" && member(p, key) && member(*previous, key) &&
+					     p[key] != (*previous)[key];
+			out << "<td" << (changed ? " class=\"changed\"" : "") << ">" << h(step_value(p, key)) << "</td>";
+		}
 		out << "</tr>\n";
 		previous = &p;
 	}
+	out << "</tbody></table>\n";
+}
+
+// The harm oracle's attempts: was the memory given back, pins held and not.
+void render_give_back(std::ostringstream &out, const case_view &c)
+{
+	const auto rows = give_back_rows(c);
+	if (rows.empty())
+		return;
+	out << "<h4>Give-back: the memory handed back to the kernel</h4>\n<table class=\"plain give-back\"><thead><tr>"
+	       "<th>when</th><th>given back</th><th>how</th><th>what the kernel answered</th><th>took</th></tr></thead>"
+	       "<tbody>\n";
+	for (const auto &r : rows)
+		out << "<tr><th>" << h(r.when) << "</th><td class=\"gb-" << h(r.given_back) << "\">" << h(r.given_back)
+		    << "</td><td>" << h(r.method) << "</td><td>" << h(r.detail) << "</td><td class=\"num\">"
+		    << h(r.took.empty() ? "\u2014" : r.took) << "</td></tr>\n";
+	out << "</tbody></table>\n";
+}
+
+// One row per registration: what, its result and class, latency, pages.
+void render_registration_table(std::ostringstream &out, const std::vector<registration_view> &regs)
+{
+	auto cell = [](const std::string &s) { return "<td>" + h(s.empty() ? "\u2014" : s) + "</td>"; };
+	out << "<table class=\"plain registrations\"><thead><tr><th>registration</th><th>result</th>"
+	       "<th>classification</th><th>latency</th><th>pages</th></tr></thead><tbody>\n";
+	for (const auto &r : regs)
+		out << "<tr><th>" << h(r.title) << "</th>" << cell(r.errno_name) << cell(r.classification)
+		    << cell(r.latency) << cell(shorten(r.pages, 200)) << "</tr>\n";
 	out << "</tbody></table>\n";
 }
 
@@ -619,6 +697,7 @@ void render_registrations(std::ostringstream &out, const case_view &c)
 		out << "</pre>\n";
 	}
 	out << "<h4>Registrations: telemetry and kernel path</h4>\n";
+	render_registration_table(out, regs);
 	for (const auto &r : regs) {
 		out << "<div class=\"registration\"><h5>" << h(r.title) << " \u2192 " << h(r.errno_name) << "</h5>\n";
 		if (!r.classification.empty()) {
@@ -671,11 +750,10 @@ void render_registrations(std::ostringstream &out, const case_view &c)
 	}
 }
 
-void render_case(std::ostringstream &out, const run_view &run, const case_view &c)
+// A case's <summary>: verdict, title, where it pinned, why.
+void render_case_summary(std::ostringstream &out, const run_view &run, const case_view &c)
 {
-	const bool open = c.result == verdict::fail || c.result == verdict::error;
-	out << "<details class=\"case " << verdict_class(c.result) << "\" id=\"" << ha(c.anchor) << "\""
-	    << (open ? " open" : "") << ">\n<summary>" << badge(c.result) << " <b>" << h(c.title()) << "</b>";
+	out << "<summary>" << badge(c.result) << " <b>" << h(c.title()) << "</b>";
 	std::string where;
 	if (!c.placement.empty())
 		where += c.placement;
@@ -693,37 +771,74 @@ void render_case(std::ostringstream &out, const run_view &run, const case_view &
 	} else if (c.observed != "-") {
 		out << "<span class=\"where\">" << h(c.observed) << "</span>";
 	}
-	{
-		const auto regs = registrations_of(c);
-		if (const auto *r = main_registration(regs); r && !r->classification.empty())
-			out << "<span class=\"where\">\u00b7 " << h(r->errno_name) << ": " << h(r->classification) << "</span>";
-	}
-	out << "</summary>\n<div class=\"body\">\n<table class=\"plain\"><tbody>\n";
+	const auto regs = registrations_of(c);
+	if (const auto *r = main_registration(regs); r && !r->classification.empty())
+		out << "<span class=\"where\">\u00b7 " << h(r->errno_name) << ": " << h(r->classification) << "</span>";
+	out << "</summary>\n";
+}
+
+void render_serial(std::ostringstream &out, const run_view &run, const case_view &c)
+{
+	const auto serial = serial_excerpt_for(run, c);
+	if (serial.text.empty())
+		return;
+	if (serial.guest.empty())
+		out << "<h4>Serial log (excerpt)</h4>\n<pre class=\"serial\">" << h(serial.text) << "</pre>\n";
+	else
+		out << "<h4>Serial log</h4>\n<p>The " << h(serial.guest == "guest" ? "guest" : "guest of " + serial.guest)
+		    << " ended early: its serial log excerpt is under <a href=\"#attention\">Failures and "
+		       "errors</a>.</p>\n";
+}
+
+// The facts, then the tables (placement, give-back, registrations), the
+// rest of the record, the files of its guest and the raw record.
+void render_case_body(std::ostringstream &out, const run_view &run, const case_view &c, const run_files *files)
+{
+	out << "<div class=\"body\">\n";
+	if (files && !files->of_case(c).empty())
+		out << "<p class=\"files\">Files: " << links_html(files->of_case(c)) << "</p>\n";
+	out << "<table class=\"plain\"><tbody>\n";
 	for (const auto &f : evidence_facts(c)) {
-		if (f.label.rfind("page ", 0) == 0 || f.label == "reason")
-			continue;	// the page table and the reason below say it in full
+		if (f.label.rfind("page ", 0) == 0 || f.label == "reason" || f.label.rfind("memory given back", 0) == 0)
+			continue;	// the tables and the reason below say it in full
 		out << "<tr><th>" << h(f.label) << "</th><td>" << h(f.value) << "</td></tr>\n";
 	}
 	out << "</tbody></table>\n";
 	render_pages(out, c);
+	render_give_back(out, c);
 	render_registrations(out, c);
 	// The summary line shows a short reason whole; a long one in full here.
 	if (c.reason.size() > 240 || c.reason.find('\n') != std::string::npos)
 		out << "<h4>Reason</h4>\n<pre>" << h(c.reason) << "</pre>\n";
-	if (auto serial = serial_excerpt_for(run, c); !serial.text.empty()) {
-		if (serial.guest.empty())
-			out << "<h4>Serial log (excerpt)</h4>\n<pre class=\"serial\">" << h(serial.text) << "</pre>\n";
-		else
-			out << "<h4>Serial log</h4>\n<p>The " << h(serial.guest == "guest" ? "guest" : "guest of " + serial.guest)
-			    << " ended early: its serial log excerpt is under <a href=\"#attention\">Failures and "
-			       "errors</a>.</p>\n";
-	}
+	render_serial(out, run, c);
 	for (const auto &x : extra_fields(c))
 		out << "<h4>" << h(x.label) << "</h4>\n<pre>" << h(echo_json(*x.value)) << "</pre>\n";
-	out << "</div>\n</details>\n";
+	out << "<details class=\"raw\"><summary class=\"muted\">The record in results.json (raw JSON)</summary>\n<pre>"
+	    << h(echo_json(*c.record)) << "</pre></details>\n</div>\n";
 }
 
-void render_run(std::ostringstream &out, const json &doc)
+void render_case(std::ostringstream &out, const run_view &run, const case_view &c, const run_files *files)
+{
+	const bool open = c.result == verdict::fail || c.result == verdict::error;
+	out << "<details class=\"case " << verdict_class(c.result) << "\" id=\"" << ha(c.anchor) << "\""
+	    << (open ? " open" : "") << ">\n";
+	render_case_summary(out, run, c);
+	render_case_body(out, run, c, files);
+	out << "</details>\n";
+}
+
+// A merged run's guests, each with the files in its group's directory.
+void render_guest_files(std::ostringstream &out, const run_files *files)
+{
+	if (!files || files->guests.empty())
+		return;
+	out << "<h3>Each guest's files</h3>\n<table class=\"plain\"><tbody>\n";
+	for (const auto &g : files->guests)
+		out << "<tr><th>" << h(g.kernel.label()) << "</th><td>" << links_html(g.files) << "</td></tr>\n";
+	out << "</tbody></table>\n";
+}
+
+void render_run(std::ostringstream &out, const json &doc, const run_files *files)
 {
 	out << "<section id=\"run\">\n<h2>Run</h2>\n<dl class=\"run\">\n";
 	auto row = [&](const std::string &label, const std::string &value) {
@@ -783,10 +898,10 @@ void render_run(std::ostringstream &out, const json &doc)
 	}
 	row("started", text_at(doc, "started_at"));
 	row("finished", text_at(doc, "finished_at"));
-	if (const json *t = member(doc, "tool"))
-		row("tool", text_at(*t, "name", "pinmatrix") + " " + text_at(*t, "version"));
+	row("tool", tool_of(doc).text());
 	row("schema", text_at(doc, "schema"));
 	out << "</dl>\n";
+	render_guest_files(out, files);
 	json rest = json::object();
 	for (const auto &[key, value] : doc.items())
 		if (key != "cases")
@@ -808,8 +923,43 @@ void render_head(std::ostringstream &out, const run_view &run)
 	    << "<style>" << style << "</style>\n</head>\n<body>\n";
 }
 
-// The banner: the verdict, the counts, the kernel and boot.
-void render_banner(std::ostringstream &out, const run_view &run, const json &doc)
+// A kernel in the banner: its name and release once, its version.
+std::string kernel_meta(const kernel_with_version &k)
+{
+	std::string out = "<code>" + h(k.name_and_release) + "</code> version <code>" + h(k.version.upstream) + "</code>";
+	if (!k.version.build.empty())
+		out += " <span class=\"build\">(" + h(k.version.build) + ")</span>";
+	return out;
+}
+
+// The banner's lines under the counts: the kernel(s) with their versions
+// (and the boot of a single one), the suite's version and commit, the
+// run's files.
+void render_meta(std::ostringstream &out, const run_view &run, const json &doc, const run_files *files)
+{
+	const auto kernels = kernels_with_versions(run);
+	out << "<div class=\"meta kernel\">" << (kernels.size() > 1 ? "kernels " : "kernel ")
+	    << join(kernels, ", ", kernel_meta);
+	if (!run.several_kernels() && !run.kernels.empty()) {
+		const kernel_config &k = run.kernels[0];
+		if (!k.boot.empty())
+			out << " \u00b7 boot placement <code>" << h(k.boot) << "</code>";
+		if (!k.append.empty())
+			out << " \u00b7 <code>" << h(k.append) << "</code>";
+	}
+	if (auto dev = text_at(doc, "rdma_device"); !dev.empty())
+		out << " \u00b7 RDMA <code>" << h(dev) << "</code>";
+	if (auto t = text_at(doc, "started_at"); !t.empty())
+		out << " \u00b7 " << h(t);
+	const tool_view tool = tool_of(doc);
+	out << "</div>\n<div class=\"meta suite\">" << h(tool.name) << " version <code>" << h(tool.version)
+	    << "</code> \u00b7 commit <code>" << h(tool.commit) << "</code></div>\n";
+	if (files && !files->run.empty())
+		out << "<div class=\"meta files\">files: " << links_html(files->run) << "</div>\n";
+}
+
+// The banner: the verdict, the counts, the kernel and the suite.
+void render_banner(std::ostringstream &out, const run_view &run, const json &doc, const run_files *files)
 {
 	out << "<header class=\"banner " << verdict_class(run.overall) << "\">\n<div class=\"top\">"
 	    << "<span class=\"verdict\">" << upper_name(run.overall) << "</span><span class=\"what\">pinmatrix: "
@@ -822,25 +972,9 @@ void render_banner(std::ostringstream &out, const run_view &run, const json &doc
 			    std::pair{verdict::pass, run.pass}, std::pair{verdict::skip, run.skip}})
 		out << "<span class=\"count " << verdict_class(o) << (n ? "" : " zero") << "\">" << n << " " << name(o)
 		    << "</span>";
-	out << "</div>\n<div class=\"meta\">";
-	if (run.several_kernels()) {
-		out << "kernels ";
-		for (size_t i = 0; i < run.kernels.size(); i++)
-			out << (i ? ", " : "") << "<code>" << h(run.kernels[i].label()) << "</code>";
-	} else if (!run.kernels.empty()) {
-		const kernel_config &k = run.kernels[0];
-		out << "kernel <code>" << h(k.name.empty() || k.name == k.release ? k.release : k.name + " " + k.release)
-		    << "</code>";
-		if (!k.boot.empty())
-			out << " \u00b7 boot placement <code>" << h(k.boot) << "</code>";
-		if (!k.append.empty())
-			out << " \u00b7 <code>" << h(k.append) << "</code>";
-	}
-	if (auto dev = text_at(doc, "rdma_device"); !dev.empty())
-		out << " \u00b7 RDMA <code>" << h(dev) << "</code>";
-	if (auto t = text_at(doc, "started_at"); !t.empty())
-		out << " \u00b7 " << h(t);
-	out << "</div>\n</header>\n<main>\n";
+	out << "</div>\n";
+	render_meta(out, run, doc, files);
+	out << "</header>\n<main>\n";
 }
 
 // Cases that failed or ended in error, those that went wrong the same way
@@ -978,23 +1112,23 @@ void render_matrix(std::ostringstream &out, const run_view &run)
 
 } // namespace
 
-std::string format_html(const json &doc, const json *bench)
+std::string format_html(const json &doc, const json *bench, const report::run_files *files)
 {
 	const run_view run = view_run(doc);
 	std::ostringstream out;
 	render_head(out, run);
-	render_banner(out, run, doc);
+	render_banner(out, run, doc, files);
 	render_attention(out, run, doc);
 	render_matrix(out, run);
 	render_latency(out, run);
 	out << "<section id=\"cases\">\n<h2>Evidence per case <span class=\"muted\">(failures first)</span></h2>\n";
 	for (const auto *c : run.worst_first())
-		render_case(out, run, *c);
+		render_case(out, run, *c, files);
 	out << "</section>\n";
 	if (bench)
 		out << report::bench_html_section(*bench);
 	out << promises_html_section(doc.value("cases", json::array()));
-	render_run(out, doc);
+	render_run(out, doc, files);
 	out << "</main>\n<footer>Made from results.json (schema " << h(text_at(doc, "schema")) << ") by "
 	    << "<code>pinmatrix report</code>. Self-contained: no script, nothing fetched.</footer>\n</body>\n</html>\n";
 	return out.str();

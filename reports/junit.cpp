@@ -130,7 +130,7 @@ void render_properties(std::ostringstream &out, const run_view &run, const json 
 {
 	const json *kernel = member(doc, "kernel");
 	const json *vm = member(doc, "vm");
-	const json *tool = member(doc, "tool");
+	const tool_view tool = tool_of(doc);
 	out << "    <properties>\n";
 	property(out, "kernel.name", k.name);
 	property(out, "kernel.release", k.release);
@@ -146,8 +146,8 @@ void render_properties(std::ostringstream &out, const run_view &run, const json 
 	if (vm && !run.several_kernels())
 		property(out, "vm.accel", text_at(*vm, "accel"));
 	property(out, "rdma_device", text_at(doc, "rdma_device"));
-	if (tool)
-		property(out, "pinmatrix.version", text_at(*tool, "version"));
+	property(out, "pinmatrix.version", tool.version);
+	property(out, "pinmatrix.commit", tool.commit);
 	property(out, "results.schema", text_at(doc, "schema"));
 	property(out, "results.started_at", text_at(doc, "started_at"));
 	out << "    </properties>\n";

@@ -361,6 +361,16 @@ void add_bench_tests(json &out, const json &doc, const json &bench, std::vector<
 			bench_test_of(entries[i], run_id + "-bench-" + std::to_string(i + 1), builds[b], environment, origin));
 }
 
+// Every test names the suite that ran it (misc.tool): its version and the
+// commit it was built from, "unknown" where results.json does not say.
+void add_tool(json &out, const json &doc)
+{
+	const tool_view tool = tool_of(doc);
+	const json t = {{"name", tool.name}, {"version", tool.version}, {"commit", tool.commit}};
+	for (auto &test : out["tests"])
+		test["misc"]["tool"] = t;
+}
+
 // A known kernel bug as a KCIDB issue (the code is the culprit), and each
 // case it met as an incident of the case's test: present for an xfail,
 // absent for an xpass.
@@ -427,6 +437,7 @@ json format_kcidb(const json &doc, const std::string &origin, const json *bench)
 	add_known_bugs(out, run, test_ids, origin);
 	if (bench)
 		add_bench_tests(out, doc, *bench, builds, origin, run_id);
+	add_tool(out, doc);
 	out["checkouts"] = json::array();
 	out["builds"] = json::array();
 	for (const auto &b : builds) {

@@ -52,13 +52,11 @@ bool grouped(const json &doc, const run_view &run)
 	return member(doc, "groups") || run.several_kernels();
 }
 
-// The first line of the run's diagnostics: the tool, and the kernel it ran
-// on (a grouped run's groups name theirs).
+// The first line of the run's diagnostics: the tool (its version and
+// commit), and the kernel it ran on (a grouped run's groups name theirs).
 std::string run_header(const json &doc, const run_view &run, size_t groups)
 {
-	const json *tool = member(doc, "tool");
-	const std::string name =
-		tool ? one_line(text_at(*tool, "name", "pinmatrix") + " " + text_at(*tool, "version")) : "pinmatrix";
+	const std::string name = one_line(tool_of(doc).text());
 	if (grouped(doc, run)) {
 		const json *matrix = member(doc, "matrix");
 		return name + ": " + std::to_string(groups) + " kernel and boot groups" +

@@ -10,10 +10,12 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <span>
 #include <set>
 #include <sstream>
 #include <tuple>
 
+#include "kernel_version.hpp"
 #include "results.hpp"
 #include "sys_error.hpp"
 #include "text.hpp"
@@ -69,9 +71,16 @@ results_file load_results(const fs::path &dir_or_file)
 	return r;
 }
 
+std::string kernel_config::name_and_release() const
+{
+	if (name.empty())
+		return release;
+	return name.find(release) != std::string::npos ? name : name + " " + release;
+}
+
 std::string kernel_config::label() const
 {
-	std::string out = name.empty() || name == release ? release : name + " " + release;
+	std::string out = name_and_release();
 	if (!boot.empty())
 		out += " (" + boot + ")";
 	else if (!append.empty())
@@ -443,6 +452,50 @@ run_view view_run(const json &doc)
 	return run;
 }
 
+std::string tool_view::text() const
+{
+	if (version == "unknown")
+		return name + " (version unknown, commit " + commit + ")";
+	return name + " " + version + " (commit " + commit + ")";
+}
+
+tool_view tool_of(const json &doc)
+{
+	tool_view t;
+	if (const json *tool = member(doc, "tool")) {
+		t.name = text_at(*tool, "name", t.name);
+		t.version = text_at(*tool, "version", t.version);
+		t.commit = text_at(*tool, "commit", t.commit);
+	}
+	return t;
+}
+
+kernel_version_view kernel_version_of(const json &doc, const kernel_config &k)
+{
+	const json *group = group_entry(doc, k);
+	const json *kernel = member(group ? *group : doc, "kernel");
+	kernel_version_view v;
+	v.build = kernel ? text_at(*kernel, "version") : "";
+	if (auto upstream = upstream_version(k.release, v.build))
+		v.upstream = upstream->text();
+	return v;
+}
+
+std::vector<kernel_with_version> kernels_with_versions(const run_view &run)
+{
+	std::vector<kernel_with_version> out;
+	std::map<std::string, size_t> index;
+	for (const auto &k : run.kernels) {
+		const auto [it, fresh] = index.emplace(k.name_and_release(), out.size());
+		if (fresh)
+			out.push_back({it->first, {}});
+		kernel_version_view &v = out[it->second].version;
+		if (v.upstream == "unknown" && v.build.empty())
+			v = kernel_version_of(*run.doc, k);
+	}
+	return out;
+}
+
 bool incomplete(const json &doc)
 {
 	const json *complete = member(doc, "complete");
@@ -560,11 +613,16 @@ std::vector<known_bug_met> known_bugs_met(const run_view &run)
 	return bugs;
 }
 
+kernel_config group_kernel(const json &entry)
+{
+	return kernel_of(entry, entry);
+}
+
 const json *group_entry(const json &doc, const kernel_config &k)
 {
 	if (const json *groups = member(doc, "groups"); groups && groups->is_array())
 		for (const auto &g : *groups)
-			if (kernel_of(g, g) == k)
+			if (group_kernel(g) == k)
 				return &g;
 	return nullptr;
 }
@@ -639,40 +697,90 @@ std::string page_text(const json &page)
 
 } // namespace
 
+namespace {
+
+// The steps of observed.page (the pin suite), then those of observed
+// itself (backing, pinner): key, label.
+constexpr std::pair<const char *, const char *> page_keys[] = {
+	{"before", "before"}, {"after_first_pin", "after first pin"},
+	{"after_registration", "after registration"}, {"after_release", "after release"}};
+constexpr std::pair<const char *, const char *> observed_step_keys[] = {
+	{"before", "before"}, {"after", "after"}, {"after_give_back", "after give-back"}};
+
+// Whether observed[key] is a step page_steps() shows (no longer an extra field).
+bool is_observed_step(const json &obs, const std::string &key)
+{
+	if (member(obs, "page"))
+		return false;
+	for (const auto &[k, label] : observed_step_keys)
+		if (key == k) {
+			const json *v = member(obs, key);
+			return v && v->is_object();
+		}
+	return false;
+}
+
+} // namespace
+
 std::vector<page_step> page_steps(const case_view &c)
 {
 	std::vector<page_step> out;
 	const json *observed = member(*c.record, "observed");
-	const json *pages = observed ? member(*observed, "page") : nullptr;
-	if (!pages)
+	if (!observed)
 		return out;
-	for (auto [key, label] : {std::pair{"before", "before"}, std::pair{"after_first_pin", "after first pin"},
-				  std::pair{"after_registration", "after registration"}})
-		if (const json *p = member(*pages, key); p && p->is_object())
+	const json *pages = member(*observed, "page");
+	using keys = std::span<const std::pair<const char *, const char *>>;
+	for (const auto &[key, label] : pages ? keys(page_keys) : keys(observed_step_keys))
+		if (const json *p = member(pages ? *pages : *observed, key); p && p->is_object())
 			out.push_back({label, p});
 	return out;
 }
 
 namespace {
 
-// The harm oracle's answers (observed.give_back, lib/give_back.hpp):
+give_back_row give_back_row_of(std::string when, const json &a)
+{
+	const json *given = member(a, "given_back");
+	const auto ns = number_at(a, "latency_ns");
+	return {std::move(when), given && given->is_boolean() ? (given->get<bool>() ? "yes" : "no") : "unknown",
+		text_at(a, "method"), text_at(a, "detail"), ns ? format_ns(*ns) : ""};
+}
+
+} // namespace
+
+std::vector<give_back_row> give_back_rows(const case_view &c)
+{
+	// In the order they are made: the pin suite's three attempts, the
+	// pinner suite's two; a key of neither after them, by its name.
+	static constexpr std::pair<const char *, const char *> when[] = {
+		{"with_pins_held", "pins held"}, {"with_pin_held", "pin held"},
+		{"first_pin_released", "first pin released"}, {"released", "pin released (control)"},
+		{"all_released", "every pin released (control)"}};
+	std::vector<give_back_row> out;
+	const json *obs = member(*c.record, "observed");
+	const json *g = obs ? member(*obs, "give_back") : nullptr;
+	if (!g || !g->is_object())
+		return out;
+	std::set<std::string> known;
+	for (const auto &[key, label] : when) {
+		known.insert(key);
+		if (const json *a = member(*g, key); a && a->is_object())
+			out.push_back(give_back_row_of(label, *a));
+	}
+	for (const auto &[key, a] : g->items())
+		if (!known.count(key) && a.is_object())
+			out.push_back(give_back_row_of(key, a));
+	return out;
+}
+
+namespace {
+
 // "memory given back, pins held": "no: offline memory block 5 (...): ...".
-std::vector<fact> give_back_facts(const json &obs)
+std::vector<fact> give_back_facts(const case_view &c)
 {
 	std::vector<fact> out;
-	const json *g = member(obs, "give_back");
-	if (!g)
-		return out;
-	for (auto [key, when] : {std::pair{"with_pins_held", "pins held"},
-				 std::pair{"first_pin_released", "first pin released"},
-				 std::pair{"all_released", "every pin released (control)"}})
-		if (const json *a = member(*g, key)) {
-			const json *given = member(*a, "given_back");
-			const std::string answer = given && given->is_boolean() ? (given->get<bool>() ? "yes" : "no")
-										: "unknown";
-			out.push_back({std::string("memory given back, ") + when,
-				       answer + ": " + text_at(*a, "method") + ": " + text_at(*a, "detail")});
-		}
+	for (const auto &r : give_back_rows(c))
+		out.push_back({"memory given back, " + r.when, r.given_back + ": " + r.method + ": " + r.detail});
 	return out;
 }
 
@@ -724,7 +832,7 @@ std::vector<fact> evidence_facts(const case_view &c)
 			text += ", page then at " + pfn_text(*pfn);
 		add("recovery", text);
 	}
-	for (auto &f : give_back_facts(obs))
+	for (auto &f : give_back_facts(c))
 		add(std::move(f.label), std::move(f.value));
 	if (auto s = stats_of(c.latency_ns))
 		add("registration latency", s->n == 1 ? format_ns(s->median) : describe(*s));
@@ -754,7 +862,7 @@ std::vector<extra_field> extra_fields(const case_view &c)
 			out.push_back({key, &value});
 	if (const json *obs = member(*c.record, "observed"); obs && obs->is_object())
 		for (const auto &[key, value] : obs->items())
-			if (!known_observed.count(key) && !value.is_null())
+			if (!known_observed.count(key) && !value.is_null() && !is_observed_step(*obs, key))
 				out.push_back({"observed " + key, &value});
 	return out;
 }
@@ -859,9 +967,11 @@ void read_telemetry(registration_view &v, const json &r)
 	if (const json *m = member(r, "memlock"))
 		add("memlock", memlock_line(*m));
 	if (const json *pages = member(r, "pages"); pages && pages->is_array())
-		add("pages (" + text_at(r, "pages_source", "?") + ")", pages_line(*pages));
+		v.pages = pages_line(*pages);
+	add("pages (" + text_at(r, "pages_source", "?") + ")", v.pages);
 	if (auto ns = number_at(r, "latency_ns"))
-		add("latency", format_ns(*ns));
+		v.latency = format_ns(*ns);
+	add("latency", v.latency);
 }
 
 } // namespace

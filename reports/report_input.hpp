@@ -54,8 +54,12 @@ struct kernel_config {
 	std::string release;	// "6.1.0-57-amd64"; "unknown kernel" when not recorded
 	std::string boot;	// boot placement ("movable", "cma"); may be empty
 	std::string append;	// boot parameters; may be empty
+	// The name and the release, the release once: "6.1.0-57-amd64",
+	// "debian 6.1.0-57-amd64", "debian:6.1.0-57-amd64" (a name that holds it).
+	std::string name_and_release() const;
+	// name_and_release() and the boot: "debian 6.1.0-57-amd64 (movable)".
 	std::string label() const;
-	bool operator==(const kernel_config &) const = default;
+	auto operator<=>(const kernel_config &) const = default;
 };
 
 struct case_view {
@@ -115,6 +119,36 @@ struct known_bug_met {
 };
 std::vector<known_bug_met> known_bugs_met(const run_view &run);
 
+// The suite that made the run, as results.json's "tool" names it; what it
+// does not say (a run from before the commit was recorded, a build that
+// did not know it) is "unknown", never guessed.
+struct tool_view {
+	std::string name = "pinmatrix";
+	std::string version = "unknown";
+	std::string commit = "unknown";
+	// "pinmatrix 0.1.0 (commit 0123456789ab)", "pinmatrix (version unknown,
+	// commit unknown)"
+	std::string text() const;
+};
+tool_view tool_of(const json &doc);
+
+// A kernel's version, from its record (the run's "kernel", or in a merged
+// run its group's): the upstream X.Y.Z (matrix/kernel_version.hpp: an ABI
+// release like 6.1.0-57-amd64 says it only through uname -v) and uname -v.
+struct kernel_version_view {
+	std::string upstream = "unknown";	// "6.1.192"
+	std::string build;			// uname -v; empty when not recorded
+};
+kernel_version_view kernel_version_of(const json &doc, const kernel_config &k);
+// The run's kernels once each by name and release (a merged run boots one
+// kernel several ways), in order of first appearance, each with its
+// version: the first of its boots that knows it.
+struct kernel_with_version {
+	std::string name_and_release;
+	kernel_version_view version;
+};
+std::vector<kernel_with_version> kernels_with_versions(const run_view &run);
+
 // The run says it stopped before its last case ("complete": false).
 bool incomplete(const json &doc);
 
@@ -126,6 +160,8 @@ struct guest_ending {
 	std::string serial_excerpt;	// the serial log lines that explain it
 };
 std::vector<guest_ending> guest_endings(const json &doc);
+// The kernel and boot of a merged run's entry in "groups".
+kernel_config group_kernel(const json &entry);
 // A merged run's entry in "groups" for the guest that ran this kernel and
 // boot; null when it has none.
 const json *group_entry(const json &doc, const kernel_config &k);
@@ -159,13 +195,25 @@ struct fact {
 // recovery, latency. Only what the record has; extra_fields() has the rest.
 std::vector<fact> evidence_facts(const case_view &c);
 
-// The page at each step the record has: "before", "after first pin",
-// "after registration".
+// The page (its placement) at each step the record has: observed.page's
+// "before", "after first pin", "after registration", "after release"; else
+// (the backing and pinner suites) observed's own "before", "after",
+// "after give-back". Each step an object of facts (pfn, zone, ...).
 struct page_step {
 	std::string step;
 	const json *page;
 };
 std::vector<page_step> page_steps(const case_view &c);
+
+// The harm oracle's attempts (observed.give_back, lib/give_back.hpp): to
+// give the page's memory back with the pins held, then released.
+struct give_back_row {
+	std::string when;	// "pins held", "first pin released", ...
+	std::string given_back;	// "yes", "no", "unknown"
+	std::string method, detail;
+	std::string took;	// "920 ms"; empty when not recorded
+};
+std::vector<give_back_row> give_back_rows(const case_view &c);
 
 // Fields of the record and of its observation that the reports have no
 // special rendering for (another suite's evidence, telemetry, traces), with
@@ -192,6 +240,8 @@ struct registration_view {
 	std::vector<std::string> path_sources;	// per line: "trace", "module probe", ...
 	bool from_trace = false;
 	std::vector<std::string> trace_notes;
+	std::string latency;		// "5.28 ms"; empty when not recorded
+	std::string pages;		// each page: pfn (-> pfn after), zone, pageblock, ...
 	std::vector<fact> telemetry;	// address, length, class, API, memlock, pages, pins, ...
 	std::vector<std::string> events;	// raw trace lines
 };

@@ -19,13 +19,20 @@
 
 namespace pinmatrix {
 
+namespace report {
+struct run_files;	// run_files.hpp
+}
+
 std::string format_ktap(const nlohmann::json &doc);
 std::string format_junit(const nlohmann::json &doc);
-// bench: the run's benchmarks (reports/bench_report.hpp), or null.
-std::string format_html(const nlohmann::json &doc, const nlohmann::json *bench = nullptr);
-std::string format_summary_markdown(const nlohmann::json &doc);
+// bench: the run's benchmarks (reports/bench_report.hpp), or null; files:
+// the run's files to link (find_run_files(), run_files.hpp), or null.
+std::string format_html(const nlohmann::json &doc, const nlohmann::json *bench = nullptr,
+			const report::run_files *files = nullptr);
+std::string format_summary_markdown(const nlohmann::json &doc, const report::run_files *files = nullptr);
 
-// Writes all four into dir, after the files of also (results.json, say):
+// Writes all four into dir, after the files of also (results.json, say),
+// report.html and summary.md linking the run's files (run_files.hpp):
 // one set, written under dir's lock (write_file_set), so two writers into
 // one directory leave one writer's set whole. Every file is rendered before
 // the first is written, and each is written through a temporary file and

@@ -9,6 +9,7 @@
 
 #include "report_input.hpp"
 #include "reports.hpp"
+#include "run_files.hpp"
 
 namespace pinmatrix {
 
@@ -55,8 +56,47 @@ std::vector<id_row> cases_by_id(const run_view &run)
 	return rows;
 }
 
+// Links to files of the run: "[serial log](serial.log) · ...", each
+// label escaped, each path percent-encoded (no byte of it can end the link).
+std::string links_markdown(const std::vector<file_link> &links)
+{
+	return join(links, " \u00b7 ", [](const file_link &l) {
+		return "[" + markdown_text(l.label) + "](" + l.href() + ")";
+	});
+}
+
+// "`6.1.0-57-amd64` version `6.1.192` (`#1 SMP ... Debian 6.1.192-3 ...`)"
+std::string kernel_markdown(const kernel_with_version &k)
+{
+	return markdown_code(k.name_and_release) + " version " + markdown_code(k.version.upstream) +
+	       (k.version.build.empty() ? "" : " (" + markdown_code(k.version.build) + ")");
+}
+
+// Under the heading: the kernel(s) and their versions, the suite's version
+// and commit, the run's files.
+void render_provenance(std::ostringstream &out, const run_view &run, const json &doc, const run_files *files)
+{
+	const auto kernels = kernels_with_versions(run);
+	out << "\n" << (kernels.size() > 1 ? "Kernels: " : "Kernel: ") << join(kernels, ", ", kernel_markdown)
+	    << (kernels.empty() ? "not recorded" : "") << "\n";
+	const tool_view tool = tool_of(doc);
+	out << "\n" << markdown_text(tool.name) << " version " << markdown_code(tool.version) << ", commit "
+	    << markdown_code(tool.commit) << "\n";
+	if (files && !files->run.empty())
+		out << "\nFiles: " << links_markdown(files->run) << "\n";
+	if (!files || files->guests.empty())
+		return;
+	constexpr size_t shown = 16;
+	out << "\nEach guest's files:\n\n";
+	for (size_t i = 0; i < files->guests.size() && i < shown; i++)
+		out << "- " << markdown_code(files->guests[i].kernel.label()) << ": " << links_markdown(files->guests[i].files)
+		    << "\n";
+	if (files->guests.size() > shown)
+		out << "- and " << files->guests.size() - shown << " more in report.html\n";
+}
+
 // The heading: the verdict, the counts, the kernels and how a guest ended.
-void render_heading(std::ostringstream &out, const run_view &run, const json &doc)
+void render_heading(std::ostringstream &out, const run_view &run, const json &doc, const run_files *files)
 {
 	out << "### pinmatrix: " << upper_name(run.overall);
 	if (run.several_kernels())
@@ -71,12 +111,7 @@ void render_heading(std::ostringstream &out, const run_view &run, const json &do
 	if (incomplete(doc))
 		out << " - **the run did not complete**";
 	out << "\n";
-	if (run.several_kernels()) {
-		out << "\nKernels:";
-		for (const auto &k : run.kernels)
-			out << " " << markdown_code(k.label());
-		out << "\n";
-	}
+	render_provenance(out, run, doc, files);
 	for (const auto &g : guest_endings(doc))
 		out << "\n" << (g.guest == "guest" ? "Guest" : "Guest " + markdown_code(g.guest)) << ": "
 		    << markdown_text(g.ended)
@@ -113,8 +148,9 @@ void render_known_bugs(std::ostringstream &out, const run_view &run)
 	}
 }
 
-// Every case that failed or ended in error, worst first, with its reason.
-void render_failing(std::ostringstream &out, const run_view &run)
+// Every case that failed or ended in error, worst first, with its reason
+// (and in a merged run the files of its guest).
+void render_failing(std::ostringstream &out, const run_view &run, const run_files *files)
 {
 	if (run.fail + run.error == 0)
 		return;
@@ -129,6 +165,8 @@ void render_failing(std::ostringstream &out, const run_view &run)
 		if (c->result == verdict::fail)
 			out << " (expected " << markdown_text(c->expected) << ", observed "
 			    << markdown_text(c->observed) << ")";
+		if (files && !files->guests.empty() && &files->of_case(*c) != &files->run)
+			out << " - " << links_markdown(files->of_case(*c));
 		out << "\n";
 	}
 }
@@ -254,13 +292,13 @@ void render_case_table(std::ostringstream &out, const run_view &run)
 
 } // namespace
 
-std::string format_summary_markdown(const json &doc)
+std::string format_summary_markdown(const json &doc, const report::run_files *files)
 {
 	const run_view run = view_run(doc);
 	std::ostringstream out;
-	render_heading(out, run, doc);
+	render_heading(out, run, doc, files);
 	render_unexpected_passes(out, run);
-	render_failing(out, run);
+	render_failing(out, run, files);
 	render_known_bugs(out, run);
 	render_skipped(out, run);
 	render_classified_errors(out, run);

@@ -10,6 +10,7 @@
 #include "compare.hpp"
 #include "report_input.hpp"
 #include "reports.hpp"
+#include "run_files.hpp"
 #include "sys_error.hpp"
 
 namespace pinmatrix {
@@ -19,18 +20,22 @@ namespace fs = std::filesystem;
 namespace {
 
 // Every report of doc, rendered before any is written: a formatting failure
-// writes nothing. The benchmarks are those results.json in run_dir names.
-file_set render_reports(const fs::path &run_dir, const nlohmann::json &doc)
+// writes nothing. The benchmarks are those results.json names beside it;
+// report.html and summary.md link the run's files that exist (or are
+// written with them, place.written).
+file_set render_reports(const report::report_place &place, const nlohmann::json &doc)
 {
+	const fs::path run_dir = place.results.parent_path().empty() ? fs::path(".") : place.results.parent_path();
 	std::string bench_problem;
 	const auto bench = report::load_bench(run_dir, doc, &bench_problem);
 	if (!bench_problem.empty())
 		std::cerr << "pinmatrix: warning: " << bench_problem << ": report.html without benchmarks\n";
+	const auto files = report::find_run_files(doc, place);
 	return {
 		{"results.ktap", format_ktap(doc)},
 		{"junit.xml", format_junit(doc)},
-		{"report.html", format_html(doc, bench ? &*bench : nullptr)},
-		{"summary.md", format_summary_markdown(doc)},
+		{"report.html", format_html(doc, bench ? &*bench : nullptr, &files)},
+		{"summary.md", format_summary_markdown(doc, &files)},
 	};
 }
 
@@ -38,7 +43,10 @@ file_set render_reports(const fs::path &run_dir, const nlohmann::json &doc)
 
 void write_reports(const fs::path &dir, const nlohmann::json &doc, file_set also)
 {
-	file_set reports = render_reports(dir, doc);
+	report::report_place place{dir / "results.json", dir, {}};
+	for (const auto &f : also)
+		place.written.insert(f.first);
+	file_set reports = render_reports(place, doc);
 	also.insert(also.end(), std::make_move_iterator(reports.begin()), std::make_move_iterator(reports.end()));
 	write_file_set(dir, also);
 }
@@ -48,7 +56,7 @@ void regenerate_reports(const fs::path &dir_or_file, const fs::path &out)
 	const auto results = report::load_results(dir_or_file);
 	const fs::path run_dir = results.path.parent_path().empty() ? fs::path(".") : results.path.parent_path();
 	const fs::path dir = out.empty() ? run_dir : out;
-	const auto files = render_reports(run_dir, results.doc);
+	const auto files = render_reports({results.path, dir, {}}, results.doc);
 	fs::create_directories(dir);
 	write_file_set(dir, files);
 	const auto run = report::view_run(results.doc);

@@ -15,12 +15,11 @@ struct command_result {
 	std::string output; // stdout, and stderr unless it went elsewhere
 };
 
-// stderr_to: where stderr goes (a shell redirection's target); with
-// stdout, by default.
-inline command_result run_pinmatrix(const std::string &args, const std::string &stderr_to = "&1")
+// Runs a shell command line; its stdout (and whatever it redirects there)
+// comes back.
+inline command_result run_shell(const std::string &cmd)
 {
 	command_result r;
-	const std::string cmd = std::string(PINMATRIX_BIN) + " " + args + " 2>" + stderr_to;
 	FILE *p = popen(cmd.c_str(), "r");
 	if (!p)
 		return r;
@@ -31,6 +30,13 @@ inline command_result run_pinmatrix(const std::string &args, const std::string &
 	int status = pclose(p);
 	r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	return r;
+}
+
+// stderr_to: where stderr goes (a shell redirection's target); with
+// stdout, by default.
+inline command_result run_pinmatrix(const std::string &args, const std::string &stderr_to = "&1")
+{
+	return run_shell(std::string(PINMATRIX_BIN) + " " + args + " 2>" + stderr_to);
 }
 
 } // namespace pinmatrix::test

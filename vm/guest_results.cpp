@@ -38,6 +38,7 @@ void print_case_progress(size_t i, size_t total, const json &c, const std::strin
 json group_doc(const group_spec &g)
 {
 	return {{"schema", results_schema},
+		{"tool", tool_json()},	// the guest's results.json names its own (this build)
 		{"kernel", {{"name", g.kernel.name}, {"source", g.kernel.source}}},
 		{"boot",
 		 {{"placement", g.boot->name},

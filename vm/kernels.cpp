@@ -14,6 +14,7 @@
 #include <set>
 
 #include "boot.hpp"
+#include "build_info.hpp"
 #include "build_tools.hpp"
 #include "data_dir.hpp"
 #include "kernel_info.hpp"
@@ -416,7 +417,7 @@ std::map<fs::path, std::string> files_under(const fs::path &dir, std::initialize
 // edited module is never replaced by an installed one.
 std::optional<fs::path> dkms_built(const dkms_module &m, const std::string &release)
 {
-	const fs::path base = fs::path("/var/lib/dkms") / m.name / PINMATRIX_VERSION;
+	const fs::path base = fs::path("/var/lib/dkms") / m.name / std::string(suite_version());
 	const fs::path ko = base / release / "x86_64/module" / (std::string(m.dir) + ".ko");
 	std::error_code ec;
 	if (!fs::is_regular_file(ko, ec))

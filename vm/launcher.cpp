@@ -327,6 +327,7 @@ matrix_run start_matrix(const vm_options &opt)
 	fs::create_directories(m.out);
 	fs::remove(m.out / "results.json");
 	m.merged = {{"schema", results_schema},
+		    {"tool", tool_json()},
 		    {"matrix", fs::absolute(opt.matrix).string()},
 		    {"groups", json::array()},
 		    {"cases", json::array()}};

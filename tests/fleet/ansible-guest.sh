@@ -38,7 +38,7 @@ rm -rf "$out"
 mkdir -p "$out/ssh" "$out/src"
 # A frozen copy of the sources: the plays must see one tree (the second
 # play's "nothing to do" depends on the same source digest).
-tar -C "$src" --exclude='./build*' --exclude=./.git --exclude=./ansible/fleet-results -cf - . |
+tar -C "$src" --exclude='./build*' --exclude='./obj-*' --exclude=./debian --exclude=./.git --exclude=./ansible/fleet-results -cf - . |
   tar -C "$out/src" -xf -
 ssh-keygen -q -t ed25519 -N '' -C pinmatrix-fleet-test -f "$out/ssh/id_ed25519"
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include "../command.hpp"
 
 using pinmatrix::test::run_pinmatrix;
+using pinmatrix::test::run_shell;
 namespace fs = std::filesystem;
 
 TEST(Cli, HelpAndCasesExitZero)
@@ -29,6 +31,34 @@ TEST(Cli, HelpAndCasesExitZero)
 	for (const char *id : {"A (movable-none)", "B (movable-foll-pin)", "C (movable-foll-pin-longterm)",
 			       "D (ordinary-foll-pin)", "movable-mlock", "ordinary-gup-ref"})
 		EXPECT_NE(cases.output.find(id), std::string::npos) << id;
+}
+
+// --version names the suite's version and the commit it was built from:
+// in a git checkout a commit of that repository (never made up), and the
+// same as results.json's tool records.
+TEST(Cli, VersionNamesTheCommitItWasBuiltFrom)
+{
+	const auto r = run_pinmatrix("--version");
+	ASSERT_EQ(r.exit_code, 0) << r.output;
+	std::smatch m;
+	const std::regex shape(R"(^pinmatrix (\d+\.\d+\.\d+) \(commit ([0-9a-f]{7,40}|unknown)\)\n$)");
+	ASSERT_TRUE(std::regex_match(r.output, m, shape)) << r.output;
+	const std::string version = m[1], commit = m[2];
+	const std::string src = PINMATRIX_SOURCE_DIR;
+	const auto top = run_shell("git -C '" + src + "' rev-parse --show-toplevel 2>/dev/null");
+	if (top.exit_code == 0 && fs::equivalent(fs::path(top.output.substr(0, top.output.find('\n'))), src)) {
+		ASSERT_NE(commit, "unknown") << "a git checkout knows its commit";
+		EXPECT_EQ(run_shell("git -C '" + src + "' cat-file -e " + commit + "^{commit}").exit_code, 0)
+			<< commit << " is no commit of " << src;
+	}
+	if (fs::exists("/dev/pinmatrix"))
+		return;	// a run would pin pages for real
+	const fs::path out = fs::temp_directory_path() / ("pm-version-" + std::to_string(getpid()));
+	EXPECT_EQ(run_pinmatrix("run --cases A --out " + out.string()).exit_code, 4);
+	const auto doc = nlohmann::json::parse(std::ifstream(out / "results.json"));
+	fs::remove_all(out);
+	EXPECT_EQ(doc["tool"]["version"], version);
+	EXPECT_EQ(doc["tool"]["commit"], commit == "unknown" ? nlohmann::json(nullptr) : nlohmann::json(commit));
 }
 
 // The plan fits the terminal; as JSON it is data, each case with what it

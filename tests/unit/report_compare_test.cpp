@@ -12,6 +12,7 @@
 #include "compare.hpp"
 #include "report_fixtures.hpp"
 #include "reports.hpp"
+#include "run_files.hpp"
 
 using namespace pinmatrix;
 using namespace pinmatrix::test;
@@ -473,8 +474,11 @@ TEST(ReportCommand, WritesEveryFormatNextToResults)
 	EXPECT_EQ(r.exit_code, 0) << r.output;
 	EXPECT_EQ(read_file(run / "results.ktap"), format_ktap(doc));
 	EXPECT_EQ(read_file(run / "junit.xml"), format_junit(doc));
-	EXPECT_EQ(read_file(run / "report.html"), format_html(doc));
-	EXPECT_EQ(read_file(run / "summary.md"), format_summary_markdown(doc));
+	// Both link the run's files: here results.json.
+	const auto files = report::find_run_files(doc, {run / "results.json", run, {}});
+	ASSERT_EQ(files.run.size(), 1u);
+	EXPECT_EQ(read_file(run / "report.html"), format_html(doc, nullptr, &files));
+	EXPECT_EQ(read_file(run / "summary.md"), format_summary_markdown(doc, &files));
 	for (const auto &f : listing(run))
 		EXPECT_NE(f.front(), '.') << f;	// no temporary file left
 	// The file itself names the run as well as its directory.
@@ -529,7 +533,8 @@ TEST(ReportCommand, EveryRunWritesEveryFormat)
 	for (const auto &f : report_files)
 		EXPECT_TRUE(fs::exists(dir / "run" / f)) << f;
 	EXPECT_EQ(read_file(dir / "run" / "results.ktap"), format_ktap(doc));
-	EXPECT_EQ(read_file(dir / "run" / "summary.md"), format_summary_markdown(doc));
+	const auto files = report::find_run_files(doc, {dir / "run" / "results.json", dir / "run", {}});
+	EXPECT_EQ(read_file(dir / "run" / "summary.md"), format_summary_markdown(doc, &files));
 }
 
 // What a results file says (a case id, a kernel release, a reason) reaches

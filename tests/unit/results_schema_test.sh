@@ -37,6 +37,8 @@ mutations=(
   "not-reached-pass|d['cases'][0].update(not_reached=True)"
   "not-reached-false|d['cases'][0].update(verdict='error', reason='x', not_reached=False)"
   "started-at-not-a-time|d['cases'][0].update(started_at='yesterday')"
+  "tool-commit-a-branch|d['tool'].update(commit='main')"
+  "tool-commit-empty|d['tool'].update(commit='')"
 )
 # Every lie in one file each, validated in one run of the validator (one
 # Python start instead of two per lie): each must have its INVALID line.
@@ -65,6 +67,17 @@ d["complete"] = False
 json.dump(d, open(sys.argv[2], "w"))
 PY
 python3 "$validate" "$schema" "$t/partial.json" > /dev/null || fail "a run cut short (complete: false) was refused"
+
+# The tool's commit: 12 hex digits as git gives them, or null (unknown).
+python3 - "$data/results-pass.json" "$t" <<'PY'
+import json, sys
+for name, commit in (("commit-hex", "0123456789ab"), ("commit-unknown", None)):
+    d = json.load(open(sys.argv[1]))
+    d["tool"]["commit"] = commit
+    json.dump(d, open("%s/%s.json" % (sys.argv[2], name), "w"))
+PY
+python3 "$validate" "$schema" "$t/commit-hex.json" "$t/commit-unknown.json" > /dev/null ||
+  fail "a tool commit of 12 hex digits or null was refused"
 
 # No guest test ran: their output directory was never made, nothing to check
 # (77); a results file named but missing is an error.
