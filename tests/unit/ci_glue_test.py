@@ -92,6 +92,11 @@ def lava_definition(source):
     check(isinstance(d.get("params", {}), dict), "params: a mapping")
     steps = d.get("run", {}).get("steps")
     check(isinstance(steps, list) and steps and all(isinstance(s, str) for s in steps), "run.steps: strings")
+    # The DUT gets the packages (LAVA's install: deps, from its apt sources),
+    # not a build of the checkout.
+    deps = d.get("install", {}).get("deps", [])
+    check({"pinmatrix", "pinmatrix-dkms"} <= set(deps), "install.deps lacks the packages: %r" % deps)
+    check(d.get("params", {}).get("PINMATRIX") == "pinmatrix", "PINMATRIX is not the installed pinmatrix")
     return d
 
 
@@ -227,12 +232,36 @@ def check_gate(run_step, env, project, out):
         check([(c["id"], c["change"]) for c in rows] == [(regressed, "skipped")], "gate.json regressions: %s" % rows)
 
 
+PACKAGES = ("pinmatrix_", "pinmatrix-dkms_", "pinmatrix-ualink-sim-dkms_")
+
+
+def installs_packages(line, debs):
+    """An apt-get install of the three .debs in DEBS (not run here: it
+    would install them on this machine)."""
+    return line.startswith("apt-get install -y ") and all(" ./%s/%s*.deb" % (debs, p) in line for p in PACKAGES)
+
+
+def check_installs_the_packages_it_built(jobs):
+    """The packages job builds them from the checkout into build/debs/ and
+    hands them on; the run job needs it, installs them and runs the installed
+    pinmatrix, nothing of the checkout's."""
+    packages = jobs.get("pinmatrix-packages", {})
+    run = jobs.get("pinmatrix", {})
+    check("tools/build --packages" in packages.get("script", []), "the packages job does not build the packages")
+    check("build/debs/" in packages.get("artifacts", {}).get("paths", []), "build/debs/ is not an artifact")
+    check(run.get("needs") == ["pinmatrix-packages"], "the run job does not need the packages job")
+    check(any(installs_packages(line, "build/debs") for line in run.get("before_script", [])),
+          "the run job does not install the three packages")
+    check(run.get("variables", {}).get("PINMATRIX") == "pinmatrix", "the run job does not run the installed pinmatrix")
+
+
 def test_gitlab(pinmatrix, source):
     need_host_run()
     with open(os.path.join(source, "ci-glue/gitlab-ci.yml")) as f:
         jobs = {k: v for k, v in yaml.safe_load(f).items() if isinstance(v, dict) and "script" in v}
-    check(len(jobs) == 1, "one job, found %s" % list(jobs))
-    job = next(iter(jobs.values()))
+    check(len(jobs) == 2, "two jobs (the packages, the run), found %s" % list(jobs))
+    check_installs_the_packages_it_built(jobs)
+    job = jobs.get("pinmatrix", {"script": []})
     artifacts = job.get("artifacts", {})
     junit = artifacts.get("reports", {}).get("junit")
     if not check(isinstance(junit, str), "no artifacts:reports:junit"):
@@ -265,6 +294,11 @@ def test_jenkins(pinmatrix, source):
     check(archived.group(1).rstrip("*") and junit.group(1).startswith(archived.group(1).rstrip("*")),
           "junit.xml not archived")
     env = dict(re.findall(r"(\w+)\s*=\s*'([^']*)'", env_block.group(1)))
+    packages = re.search(r"stage\('packages'\)\s*\{\s*steps\s*\{(.*?)\}", text, re.S)
+    steps = re.findall(r"sh '([^']*)'", packages.group(1)) if packages else []
+    check(steps[:1] == ["tools/build --packages"] and any(installs_packages(s, "build/debs") for s in steps),
+          "the packages stage does not build and install the three packages: %s" % steps)
+    check(env.get("PINMATRIX") == "pinmatrix", "the pinmatrix stage does not run the installed pinmatrix")
     env.update(PINMATRIX=pinmatrix, PINMATRIX_ARGS="run --cases A,D")
     with tempfile.TemporaryDirectory(prefix="pm-jenkins-") as workspace:
         rc = run_in_project(["sh", "-xe", "-c", stage.group(1)], env, workspace)	# as Jenkins' sh runs it
