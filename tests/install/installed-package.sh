@@ -11,6 +11,10 @@
 #      DKMS's builds itself and builds nothing
 #   3. every case passes, the guest's run loaded DKMS's pinmatrix.ko, and
 #      the guest's stage2 came from the installed share/pinmatrix
+#   4. in a second guest, the installed `pinmatrix run`, given no --module,
+#      SKIPs naming pinmatrix-dkms while modprobe finds no module, and loads
+#      DKMS's with modprobe once it is where DKMS installs it
+#      (tests/install/modprobe-in-guest.sh)
 # Usage: installed-package.sh OUT_DIR BUILD_DIR SOURCE_DIR KERNEL_ABI   (exit 77: skipped)
 set -euo pipefail
 out=$1 build=$2 src=$3 abi=$4
@@ -61,9 +65,13 @@ dkms_build_then_run_a_to_d() {
       dkms build -m "$m" -v "$1" -k "$2" --sourcetree "$3/usr/src" --kernelsourcedir "/usr/src/linux-headers-$2" \
         >>"$4/dkms.log" 2>&1 || { cat "$4/dkms.log"; echo "dkms build $m for $2 failed"; exit 3; }
     done
-    exec "$3/usr/bin/pinmatrix" vm --kernel "debian:$2" --cases A,B,C,D --out "$4/vm" --timeout 900' \
-    sh "$version" "$abi" "$root" "$out" >"$out/vm.log" 2>&1 || rc=$?
+    "$3/usr/bin/pinmatrix" vm --kernel "debian:$2" --cases A,B,C,D --out "$4/vm" --timeout 900
+    exec "$3/usr/bin/pinmatrix" vm --kernel "debian:$2" --out "$4/vm-modprobe" --timeout 600 \
+      --guest-cmd "bash $5/tests/install/modprobe-in-guest.sh $3/usr/bin/pinmatrix \"\$PINMATRIX_MODULE\""' \
+    sh "$version" "$abi" "$root" "$out" "$src" >"$out/vm.log" 2>&1 || rc=$?
   [[ $rc -eq 0 ]] || { tail -n 40 "$out/vm.log"; fail "dkms build or the installed pinmatrix vm: exit $rc"; }
+  grep -qs "^modprobe-in-guest: PASS" "$out/vm-modprobe/serial.log" "$out/vm.log" ||
+    { tail -n 40 "$out/vm-modprobe/serial.log"; fail "pinmatrix run did not find DKMS's module with modprobe"; }
   grep -qF "the test modules for $abi: DKMS's (pinmatrix.ko, ualink_sim.ko)" "$out/vm.log" ||
     { tail -n 40 "$out/vm.log"; fail "pinmatrix vm did not take DKMS's modules"; }
 }
