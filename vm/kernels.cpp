@@ -80,7 +80,6 @@ void check_guest_needs(const guest_kernel &k)
 				 ") lacks what the guest needs, as =y or =m: " + missing);
 }
 
-// tree:DIR, debs:DIR: DIR, which must be an existing directory.
 // `--kernel debian`'s ABI: the one the build was given (PINMATRIX_KERNEL_RELEASE,
 // whose headers built the test modules), else, in a package built for any
 // kernel, the running kernel's (a Debian node's own).
@@ -91,6 +90,7 @@ std::string default_debian_abi()
 	return read_kernel_info().release;
 }
 
+// tree:DIR, debs:DIR: DIR, which must be an existing directory.
 fs::path existing_dir(const std::string &text, const std::string &arg)
 {
 	std::error_code ec;
