@@ -27,6 +27,7 @@
 #include "kernels.hpp"
 #include "bisect.hpp"
 #include "build_info.hpp"
+#include "data_dir.hpp"
 #include "gate.hpp"
 #include "ktap.hpp"
 #include "launcher.hpp"
@@ -434,7 +435,8 @@ void add_vm_guest_options(CLI::App *cmd, guest_run_options &guest, std::vector<s
 	cmd->add_option("--case-timeout", guest.case_timeout_s, "Seconds a case may take in the guest")
 		->check(whole_number(1, INT_MAX))
 		->capture_default_str();
-	cmd->add_option("--cache", guest.cache, "Cache for kernels, modules and initramfs")->capture_default_str();
+	cmd->add_option("--cache", guest.cache,
+			std::string("Cache for kernels, modules and initramfs (") + default_cache_help + ")");
 	cmd->add_flag("--bench", guest.bench,
 		      "After the cases, run pinmatrix_bench in the guest: OUT/bench.json (default timeout 3600 s)");
 	cmd->add_option("--bench-args", guest.bench_args,
@@ -561,7 +563,7 @@ void add_bisect_options(CLI::App *cmd, bisect_options &b, std::vector<std::strin
 		->check(regular_file);
 	cmd->add_option("--build", b.build, "The one build directory of every step (default OUT/build)")
 		->check(a_path);
-	cmd->add_option("--cache", b.cache, "Cache for modules and initramfs")->capture_default_str();
+	cmd->add_option("--cache", b.cache, std::string("Cache for modules and initramfs (") + default_cache_help + ")");
 	cmd->add_option("--case-timeout", b.case_timeout_s, "Seconds a case may take in the guest")
 		->check(whole_number(1, INT_MAX))
 		->capture_default_str();
@@ -612,7 +614,7 @@ subcommand add_kernel(CLI::App &app)
 	struct options {
 		std::string spec = "build";
 		std::vector<std::filesystem::path> patches;
-		std::filesystem::path cache = "/var/cache/pinmatrix";
+		std::filesystem::path cache = default_cache_dir();
 	};
 	auto opt = std::make_shared<options>();
 	auto *kernel = app.add_subcommand("kernel", "Guest kernels");
@@ -623,7 +625,7 @@ subcommand add_kernel(CLI::App &app)
 		exit_codes::kernel_build);
 	build->add_option("--kernel", opt->spec, kernel_help("debian[:ABI] (fetched)"))->capture_default_str();
 	build->add_option("--patch", opt->patches, "Patch to apply first (repeatable)")->check(patch_file);
-	build->add_option("--cache", opt->cache, "Cache directory")->capture_default_str();
+	build->add_option("--cache", opt->cache, std::string("Cache directory (") + default_cache_help + ")");
 	return {build, [opt] { return build_kernel(opt->spec, opt->patches, opt->cache); }};
 }
 

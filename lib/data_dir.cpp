@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "data_dir.hpp"
 
+#include <cstdlib>
 #include <stdexcept>
+
+#include <unistd.h>
 
 namespace pinmatrix {
 
@@ -35,5 +38,25 @@ const fs::path &data_dir()
 	static const fs::path dir = data_dir_for(fs::read_symlink("/proc/self/exe"));
 	return dir;
 }
+
+fs::path default_cache_dir_for(bool root, const char *xdg_cache_home, const char *home)
+{
+	const fs::path system_cache = "/var/cache/pinmatrix";
+	if (root)
+		return system_cache;
+	if (xdg_cache_home && fs::path(xdg_cache_home).is_absolute())
+		return fs::path(xdg_cache_home) / "pinmatrix";
+	if (home && fs::path(home).is_absolute())
+		return fs::path(home) / ".cache/pinmatrix";
+	return system_cache;
+}
+
+fs::path default_cache_dir()
+{
+	return default_cache_dir_for(geteuid() == 0, std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+}
+
+const char *const default_cache_help =
+	"default: /var/cache/pinmatrix as root, else $XDG_CACHE_HOME/pinmatrix or ~/.cache/pinmatrix";
 
 } // namespace pinmatrix

@@ -25,6 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data_dir.hpp"
+
 namespace pinmatrix {
 
 struct bisect_options {
@@ -35,7 +37,7 @@ struct bisect_options {
 	std::string boot = "movable";
 	std::vector<std::filesystem::path> fragments;	// empty: vm/kconfig/pinmatrix.config
 	std::filesystem::path build;	// empty: OUT/build
-	std::filesystem::path cache = "/var/cache/pinmatrix";
+	std::filesystem::path cache = default_cache_dir();
 	int case_timeout_s = 60;
 	int timeout_s = 600;
 	unsigned cpus = 1;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "data_dir.hpp"
 #include "first_pin.hpp"
 
 namespace pinmatrix {
@@ -19,7 +20,7 @@ struct guest_run_options {
 	unsigned memory_mib = 0;	// 0: what the boot needs
 	unsigned cpus = 1;		// guest vCPUs (QEMU -smp; TCG runs one thread each)
 	int timeout_s = 300;		// QEMU's start to the guest's power-off
-	std::filesystem::path cache = "/var/cache/pinmatrix";
+	std::filesystem::path cache = default_cache_dir();
 	std::vector<std::string> cases;	// empty: all
 	std::string guest_cmd;	// a shell command instead of the matrix (tests)
 	std::string fault;	// passed to `pinmatrix run --fault` in the guest

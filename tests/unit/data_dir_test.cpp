@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // Where the binary finds its data files (lib/data_dir.hpp): an installed
-// layout, a build tree's link, and neither.
+// layout, a build tree's link, and neither; the default cache of root and
+// of other users.
 
 #include <gtest/gtest.h>
 
@@ -60,6 +61,20 @@ TEST_F(DataDir, NeitherIsOneMessageNamingBothPlaces)
 		EXPECT_NE(what.find((root_ / "usr/share/pinmatrix").string()), std::string::npos) << what;
 		EXPECT_NE(what.find((root_ / "usr/bin/share/pinmatrix").string()), std::string::npos) << what;
 	}
+}
+
+// Root shares the host's cache; a user who may not write there gets their
+// own (a non-root package build ran the CLI tests into /var/cache).
+TEST(DefaultCache, RootsIsTheHostsAUsersIsInTheirHome)
+{
+	using pinmatrix::default_cache_dir_for;
+	EXPECT_EQ(default_cache_dir_for(true, "/x/cache", "/home/u"), "/var/cache/pinmatrix");
+	EXPECT_EQ(default_cache_dir_for(false, "/x/cache", "/home/u"), "/x/cache/pinmatrix");
+	EXPECT_EQ(default_cache_dir_for(false, nullptr, "/home/u"), "/home/u/.cache/pinmatrix");
+	// A relative XDG_CACHE_HOME is ignored (XDG Base Directory specification).
+	EXPECT_EQ(default_cache_dir_for(false, "rel/cache", "/home/u"), "/home/u/.cache/pinmatrix");
+	EXPECT_EQ(default_cache_dir_for(false, "", "/home/u"), "/home/u/.cache/pinmatrix");
+	EXPECT_EQ(default_cache_dir_for(false, nullptr, nullptr), "/var/cache/pinmatrix");
 }
 
 } // namespace
