@@ -4,35 +4,44 @@
 # managed nodes over SSH: `pinmatrix vm --ssh-port` forwards 127.0.0.1:PORT
 # to the guest's sshd (QEMU user networking, restrict=on), which accepts a
 # key made here; each guest's host key is pinned in known_hosts. Nodes:
-#   guest              the real node (Soft-RoCE rxe0): preflight -> build
-#                      (the module, against the guest kernel's headers) ->
-#                      run -> collect
+#   guest              the real node (Soft-RoCE rxe0): preflight -> install
+#                      (the Debian packages from DEBS_DIR, with apt; DKMS
+#                      builds the module against the guest kernel's
+#                      headers) -> run (the installed pinmatrix, which loads
+#                      DKMS's module with modprobe) -> collect
 #   guest-noheaders    the same guest, kernel headers looked for where there
 #                      are none
 #   guest-nordma       a second guest whose rxe0 was deleted: no RDMA device
 #   guest-unreachable  a loopback port nothing listens on
 # guest-noheaders and guest-nordma must end as "cannot run here" in the
 # fleet report and guest-unreachable as "unreachable", each with its reason,
-# not drop out. The play runs with --check first (no file written on the
+# not drop out. The guest's root is the host's, read-only: the real node is
+# given a writable "disk" first (tests/fleet/guest-node-disk.sh: overlays
+# on /etc, /usr, /var, /tmp and its kernel's module tree), so apt, dpkg and
+# DKMS write as on a node. The play runs with --check first (no file written on the
 # controller), then for real, then again on the real node only (--limit
 # guest; idempotent: the run is not repeated). Then a kernel update: the
-# node's work directory is kept (as a disk would keep it; the guest's is
-# tmpfs, so it is saved and put back over ssh), the guest is powered off and
-# booted with another kernel, and a third play must build the module again
-# for the new release, run the matrix again and report the new kernel.
+# node's disk and work directory are kept (the guest's are tmpfs, so they
+# are saved and put back over ssh), the guest is powered off and booted with
+# another kernel, and a third play must not install the packages again but
+# have DKMS build the module for the new release, run the matrix again and
+# report the new kernel.
 # The guests have 1 vCPU: with 2 (--cpus 2) on CI's 2-core host the first
 # play took 650 s instead of 382 s (measured; the module's build forks and
 # execs much, and cross-vCPU work is dear under TCG).
-# Usage: ansible-guest.sh OUT_DIR PINMATRIX_BIN SOURCE_DIR   (exit 77: skipped)
+# Usage: ansible-guest.sh OUT_DIR PINMATRIX_BIN SOURCE_DIR DEBS_DIR   (exit 77: skipped)
+#   DEBS_DIR: the packages (tools/build --packages writes BUILD/debs)
 #   PINMATRIX_FLEET_SECOND_KERNEL: the kernel of the second boot
 #   (default debian:6.12.117+deb12-amd64; any `pinmatrix vm --kernel` value)
 set -euo pipefail
-out=$1 bin=$2 src=$3
+out=$1 bin=$2 src=$3 debs=$4
 kernel2=${PINMATRIX_FLEET_SECOND_KERNEL:-debian:6.12.117+deb12-amd64}
 [[ $EUID -eq 0 ]] || { echo "SKIP: needs root"; exit 77; }
 for t in qemu-system-x86_64 ansible-playbook ansible-galaxy ssh ssh-keygen /usr/sbin/sshd; do
   command -v "$t" >/dev/null || { echo "SKIP: $t is not installed (tools/setup-host)"; exit 77; }
 done
+compgen -G "$debs/pinmatrix-dkms_*.deb" >/dev/null ||
+  { echo "SKIP: no packages in $debs (built without tools/build --packages)"; exit 77; }
 
 rm -rf "$out"
 mkdir -p "$out/ssh" "$out/src"
@@ -126,6 +135,9 @@ check_unpinned() {
     awk "/^nr_foll_pin_acquired/ {a=\$2} /^nr_foll_pin_released/ {r=\$2} END {print \"pins acquired\", a, \"released\", r; exit a != r}" /proc/vmstat'
 }
 
+# The real node's disk (a tmpfs here): what apt, dpkg and DKMS write.
+node_disk() { on_guest "bash $out/src/tests/fleet/guest-node-disk.sh /run/node-disk"; }
+
 # The collection as a user installs it: built into a tarball and installed
 # into a collections path of its own.
 ansible-galaxy collection build --output-path "$out/galaxy" "$out/src/ansible/collections/ansible_collections/pinmatrix/fleet" >/dev/null
@@ -138,6 +150,7 @@ start_guest guest "$out/vm"
 start_guest nordma "$out/vm-nordma" --guest-cmd 'rdma link delete rxe0'
 await_guest guest
 await_guest nordma
+node_disk
 hold_refusing_port
 
 write_inventory() { # [with_nordma]
@@ -157,15 +170,13 @@ pinmatrix_nodes:
     # The guest's root is the host's, read-only: scratch is its tmpfs.
     ansible_remote_tmp: /run/tmp/ansible
     pinmatrix_workdir: /run/tmp/pinmatrix-{{ inventory_hostname }}
-    # The userspace build of this host (same distribution, visible in the
-    # guest): compiling C++ under TCG would take most of an hour. The module
-    # is built in the guest against its kernel's headers.
-    pinmatrix_bin: $bin
+    # The packages: apt installs them in the guest and DKMS builds the
+    # module there against its kernel's headers.
+    pinmatrix_debs_dir: $debs
     pinmatrix_cases: pin
     pinmatrix_placement: movable
     pinmatrix_fleet_dir: $out/fleet-results
     pinmatrix_controller_bin: $bin
-    pinmatrix_src: $out/src
   hosts:
     guest:
     guest-noheaders:
@@ -216,6 +227,9 @@ guest = {c["id"]: c for c in doc["cases"] if c["node"] == "guest"}
 for i in "ABCD":
     want(guest.get(i, {}).get("verdict") == "pass", "guest case %s pass" % i)
 want(guest["B"]["observed"]["errno"] == 12, "guest B ENOMEM")
+node_run = json.load(open(os.path.join(d, "..", "nodes", "guest", "results.json")))
+want(node_run.get("module_loaded_from") == "modprobe pinmatrix",
+     "guest's run loaded DKMS's module with modprobe (module_loaded_from %r)" % node_run.get("module_loaded_from"))
 want(nodes["guest"]["facts"]["kernel_release"].endswith("-amd64"), "guest facts")
 want(nodes["guest"]["facts"]["rdma_devices"][0]["name"] == "rxe0", "guest rxe0 in facts")
 want(nodes["guest-nordma"]["facts"]["rdma_devices"] == [], "guest-nordma: no RDMA device in its facts")
@@ -237,6 +251,12 @@ if bad:
     sys.exit(1)
 print("fleet-test: fleet report checked")
 PY
+# The play installed the packages and DKMS built the module for this kernel.
+grep -q '^changed: \[guest\]' <(sed -n '/TASK \[pinmatrix.fleet.pinmatrix_install : Install the packages (apt)\]/,/^TASK/p' "$out/play.log") ||
+  { echo "fleet-test: the play did not install the packages on guest"; exit 1; }
+on_guest 'dkms status pinmatrix; modinfo -n pinmatrix' | tee "$out/dkms-kernel-1.txt"
+grep -q "^pinmatrix/[^,]*, $(on_guest uname -r), [^:]*: installed" "$out/dkms-kernel-1.txt" ||
+  { echo "fleet-test: DKMS has not installed pinmatrix for the guest's kernel"; exit 1; }
 # The node without RDMA has shown what it must: the later plays go without it.
 stop_guest nordma
 write_inventory
@@ -250,6 +270,8 @@ wall_again=$(python3 -c "print(f'{$tb - $ta:.1f}')")
 grep -A8 'PLAY RECAP' "$out/play-again.log"
 ! recap_failures "$out/play-again.log" || { cat "$out/play-again.log"; exit 1; }
 grep -q 'TASK \[pinmatrix.fleet.pinmatrix_run : Run pinmatrix' "$out/play-again.log"
+! grep -q '^changed: \[guest\]' <(sed -n '/TASK \[pinmatrix.fleet.pinmatrix_install : Install the packages (apt)\]/,/^TASK/p' "$out/play-again.log") ||
+  { echo "fleet-test: the second play installed the packages again"; exit 1; }
 [[ $(stat -c %Y "$out/fleet-results/nodes/guest/results.json") == "$mtime" ]] ||
   { echo "fleet-test: the second play ran the matrix again"; exit 1; }
 
@@ -258,15 +280,18 @@ check_unpinned
 # --- A kernel update: the same node, its work directory kept, another kernel.
 rel1=$(on_guest uname -r)
 echo "$rel1" > "$out/kernel-1"
-# The guest's scratch is tmpfs: what a node's disk keeps across the reboot
-# is saved here and put back after the second boot.
-on_guest 'cd /run/tmp && tar -cf - pinmatrix-*' > "$out/node-disk.tar"
+# The guest's disk and scratch are tmpfs: what a node's disk keeps across
+# the reboot is saved here and put back after the second boot (the overlays'
+# upper layers with their whiteouts and xattrs; not their work dirs).
+on_guest "tar -C /run --xattrs --xattrs-include='trusted.*' --exclude='node-disk/*/work' -cf - node-disk tmp/pinmatrix-guest" \
+  > "$out/node-disk.tar"
 cp "$results" "$out/results-kernel-1.json"
 stop_guest guest
 echo "fleet-test: guest powered off; booting $kernel2"
 start_guest guest "$out/vm-2" --kernel "$kernel2"
 await_guest guest
-on_guest 'mkdir -p /run/tmp && tar -C /run/tmp -xf -' < "$out/node-disk.tar"
+on_guest "tar -C /run --xattrs --xattrs-include='trusted.*' -xpf -" < "$out/node-disk.tar"
+node_disk
 rel2=$(on_guest uname -r)
 echo "$rel2" > "$out/kernel-2"
 [[ $rel2 != "$rel1" ]] || { echo "fleet-test: the second boot runs $rel1 again"; exit 1; }
@@ -281,12 +306,13 @@ grep -A8 'PLAY RECAP' "$out/play-kernel-2.log"
 ! recap_failures "$out/play-kernel-2.log" || { cat "$out/play-kernel-2.log"; exit 1; }
 # On the node: this kernel's module next to the first kernel's, each with
 # its own release in vermagic; this kernel's run directory with results.
-on_guest "set -e; cd /run/tmp/pinmatrix-guest
+# DKMS's module of each kernel in that kernel's module tree on the disk.
+on_guest "set -e; dkms status pinmatrix; cd /run/node-disk
   for r in '$rel1' '$rel2'; do
-    ko=\$(ls src-*/kmod-\$r/pinmatrix/pinmatrix.ko)
+    ko=\$(find modules-\$r/upper -name 'pinmatrix.ko*')
     echo \"\$ko: \$(modinfo -F vermagic \"\$ko\")\"
   done
-  ls runs/*/*/results.json" > "$out/node-after-kernel-2.txt"
+  cd /run/tmp/pinmatrix-guest && ls runs/*/*/results.json" > "$out/node-after-kernel-2.txt"
 cat "$out/node-after-kernel-2.txt"
 cat "$out/fleet-results/report/fleet.md"
 python3 - "$out" "$rel1" "$rel2" "$wall" "$wall_again" "$wall3" <<'PY'
@@ -309,18 +335,20 @@ for line in open(os.path.join(out, "play-kernel-2.log")):
     elif re.match(r"changed: \[guest(\]| ->)", line) and task not in changed:
         changed.append(task)
 print("fleet-test: third play changed on guest:", "; ".join(changed) or "nothing")
-for t in ("pinmatrix.fleet.pinmatrix_build : Copy the module sources for this kernel's build (outputs never beside the sources)",
-          "pinmatrix.fleet.pinmatrix_build : Build the module against the running kernel's headers",
+for t in ("pinmatrix.fleet.pinmatrix_install : DKMS builds and installs the module for the running kernel: pinmatrix",
           "pinmatrix.fleet.pinmatrix_run : Run pinmatrix (bounded by pinmatrix_run_timeout)"):
     want(t in changed, "changed in the third play: " + t)
-# The sources did not change: kept from the first kernel, not unpacked again.
-want("pinmatrix.fleet.pinmatrix_build : Unpack the sources" not in changed, "the sources were unpacked again")
+# The packages did not change: kept on the node's disk, not installed again.
+want("pinmatrix.fleet.pinmatrix_install : Install the packages (apt)" not in changed,
+     "the packages were installed again")
 
-# The module: a new .ko for the new release beside the old one.
+# The module: DKMS's build for the new release beside the old one's.
 node = open(os.path.join(out, "node-after-kernel-2.txt")).read()
+want(re.search(r"^pinmatrix/[^,]+, %s, [^:]+: installed" % re.escape(rel2), node, re.M),
+     "dkms status: pinmatrix installed for " + rel2)
 for r in (rel1, rel2):
-    want(re.search(r"/kmod-%s/pinmatrix/pinmatrix\.ko: %s " % (re.escape(r), re.escape(r)), node),
-         "a pinmatrix.ko with vermagic %s in kmod-%s/" % (r, r))
+    want(re.search(r"^modules-%s/upper/\S*/pinmatrix\.ko(\.xz|\.zst|\.gz)?: %s " % (re.escape(r), re.escape(r)), node, re.M),
+         "DKMS's pinmatrix.ko with vermagic %s in /lib/modules/%s" % (r, r))
 want(re.search(r"^runs/%s/[^/]+/results\.json$" % re.escape(rel2), node, re.M), "runs/%s/.../results.json" % rel2)
 want(re.search(r"^runs/%s/[^/]+/results\.json$" % re.escape(rel1), node, re.M), "runs/%s/ kept" % rel1)
 
@@ -329,6 +357,8 @@ old, new = load("results-kernel-1.json"), load("fleet-results", "nodes", "guest"
 want(old["kernel"]["release"] == rel1, "first results on " + rel1)
 want(new["kernel"]["release"] == rel2, "collected results on %s (got %s)" % (rel2, new["kernel"]["release"]))
 want(new != old, "a new results.json")
+want(new.get("module_loaded_from") == "modprobe pinmatrix",
+     "the run on %s loaded DKMS's module with modprobe (%r)" % (rel2, new.get("module_loaded_from")))
 want(load("fleet-results", "nodes", "guest", "facts.json")["kernel_release"] == rel2, "facts.json names " + rel2)
 status = load("fleet-results", "nodes", "guest", "status.json")
 want(status["state"] == "ran" and status["kernel_release"] == rel2, "status.json: ran on " + rel2)

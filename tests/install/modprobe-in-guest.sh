@@ -22,7 +22,7 @@ print("%s|%s|%s" % (a["verdict"], a.get("reason", ""), d.get("module_loaded_from
 }
 
 "$bin" run --cases A --placement movable --device rxe0 --out "$out/without" >"$out/without.log" 2>&1
-result=$(case_a "$out/without")   # (no /dev/fd in the guest for a process substitution)
+result=$(case_a "$out/without")
 IFS='|' read -r verdict reason from <<<"$result"
 [[ $verdict == skip && $reason == *"install pinmatrix-dkms"* && $from == None ]] ||
   fail "without a module: '$verdict' '$reason' loaded from '$from'"
