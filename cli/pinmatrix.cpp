@@ -25,6 +25,7 @@
 #include "text.hpp"
 #include "explain.hpp"
 #include "kernels.hpp"
+#include "accel.hpp"
 #include "bisect.hpp"
 #include "build_info.hpp"
 #include "data_dir.hpp"
@@ -437,6 +438,14 @@ void add_vm_guest_options(CLI::App *cmd, guest_run_options &guest, std::vector<s
 		->capture_default_str();
 	cmd->add_option("--cache", guest.cache,
 			std::string("Cache for kernels, modules and initramfs (") + default_cache_help + ")");
+	cmd->add_option("--accel", guest.accel,
+			"QEMU's accelerator: auto (KVM when /dev/kvm opens and the guest starts within " +
+				std::to_string(kvm_start_bound.count()) +
+				" s, else TCG; results.json's vm.accel and vm.accel_fallback say which and why), "
+				"kvm (no fallback) or tcg")
+		->check(CLI::IsMember({"auto", "kvm", "tcg"}))
+		->capture_default_str();
+	cmd->add_option("--kvm-cpu", guest.kvm_cpu, "QEMU's CPU model under KVM (-cpu)")->capture_default_str();
 	cmd->add_flag("--bench", guest.bench,
 		      "After the cases, run pinmatrix_bench in the guest: OUT/bench.json (default timeout 3600 s)");
 	cmd->add_option("--bench-args", guest.bench_args,

@@ -894,6 +894,8 @@ void render_run(std::ostringstream &out, const json &doc, const run_files *files
 		}
 		guest += ", QEMU exit " + text_at(*vm, "qemu_exit", "?") + ", job exit " + text_at(*vm, "job_exit", "none");
 		row("guest", guest);
+		if (const json *fb = member(*vm, "accel_fallback"))
+			row("accelerator", "TCG: " + text_at(*fb, "tried", "kvm") + " did not serve (" + text_at(*fb, "why") + ")");
 		row("guest ended", text_at(*vm, "ended"));
 	}
 	row("started", text_at(doc, "started_at"));

@@ -124,6 +124,10 @@ std::vector<candidate> run_candidates(const json &doc, const std::string &result
 	const json *retries = vm ? member(*vm, "boot_retries") : nullptr;
 	for (size_t i = 0; retries && retries->is_array() && i < retries->size(); i++)
 		out.push_back({"serial log of boot " + std::to_string(i + 1), {text_at((*retries)[i], "serial_log")}});
+	if (const json *fb = vm ? member(*vm, "accel_fallback") : nullptr) {
+		out.push_back({"serial log of the KVM attempt", {text_at(*fb, "serial_log")}});
+		out.push_back({"QEMU log of the KVM attempt", {text_at(*fb, "qemu_log")}});
+	}
 	return out;
 }
 

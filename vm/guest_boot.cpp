@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "accel.hpp"
 #include "kernel_info.hpp"
 #include "parallel_groups.hpp"
 #include "qmp.hpp"
@@ -72,9 +73,11 @@ public:
 
 	// Exit status (128 + signal when a signal ended it), or nullopt when it
 	// was still running at the deadline (then it has been killed, after
-	// at_deadline()). Meanwhile every_half_second(), when given.
+	// at_deadline()) or when give_up() said so (killed at once).
+	// Meanwhile every_half_second(), when given.
 	std::optional<int> wait_for(std::chrono::seconds limit, const std::function<void()> &at_deadline,
-				    const std::function<void()> &every_half_second = {})
+				    const std::function<void()> &every_half_second = {},
+				    const std::function<bool()> &give_up = {})
 	{
 		const auto deadline = std::chrono::steady_clock::now() + limit;
 		auto next_tick = std::chrono::steady_clock::now();
@@ -93,6 +96,12 @@ public:
 			}
 			if (r < 0 && errno != EINTR)
 				throw last_sys_error("waitpid qemu");
+			if (give_up && give_up()) {
+				kill(pid_, SIGKILL);
+				waitpid(pid_, nullptr, 0);
+				pid_ = -1;
+				return std::nullopt;
+			}
 			if (std::chrono::steady_clock::now() > deadline) {
 				at_deadline();
 				kill(pid_, SIGKILL);
@@ -196,22 +205,33 @@ private:
 
 // QEMU until the guest powers off, or its timeout: then the guest's dumps
 // (sysrq through QMP) before the kill, its results as they were at it.
-// Meanwhile watch(), every half second, when given.
+// With a start bound (a KVM guest), QEMU is killed when the guest's job has
+// not started (stage2's guest/timeline) by then. Meanwhile watch(), every
+// half second, when given.
 qemu_run boot_guest(const group_spec &g, const std::vector<std::string> &argv, const qmp_socket &qmp,
-		    const std::function<void()> &watch)
+		    const std::function<void()> &watch, std::chrono::seconds start_bound = {})
 {
 	const fs::path guest_dir = g.out / "guest";
 	qemu_run q;
 	const auto t0 = std::chrono::steady_clock::now();
 	std::optional<guest_report_at_timeout> at_timeout;
+	bool started = false;
+	const auto not_started_in_time = [&] {
+		if (started || start_bound.count() == 0 || std::chrono::steady_clock::now() - t0 < start_bound)
+			return false;
+		started = fs::exists(guest_dir / "timeline");
+		return !started;
+	};
 	{
 		qemu_process qemu(argv, g.out / "qemu.log", g.out / "qemu.pid");
 		q.status = qemu.wait_for(std::chrono::seconds(g.guest.timeout_s), [&] {
 			at_timeout.emplace(guest_dir);
 			q.wedged_dump = dump_wedged_guest(qmp, g.out / "serial.log");
-		}, watch);
+		}, watch, not_started_in_time);
 		q.signal = qemu.killed_by();
 	}
+	if (!q.status && !at_timeout)
+		q.start_bound_s = static_cast<int>(start_bound.count());
 	if (at_timeout && at_timeout->restore())
 		q.wedged_dump["note_results"] = "the guest reported more while its dumps were taken, after its "
 						"timeout: not counted (results as at the timeout)";
@@ -250,6 +270,51 @@ json guest_phases(const fs::path &guest_dir, double wall_s)
 	return p;
 }
 
+std::string first_line_of(const fs::path &file)
+{
+	std::ifstream in(file);
+	std::string line;
+	std::getline(in, line);
+	return line;
+}
+
+// A KVM boot that did not start the guest's job: QEMU failed (here -cpu
+// host aborts on an MSR) or the job had not started at the bound (a guest
+// hung before its kernel's first line). "" when it started.
+std::string kvm_did_not_start(const qemu_run &q, const fs::path &guest_dir)
+{
+	if (fs::exists(guest_dir / "timeline"))
+		return "";
+	if (q.start_bound_s)
+		return "the guest's job did not start within " + std::to_string(q.start_bound_s) + " s under KVM";
+	if (q.status && *q.status != 0)
+		return "QEMU exited with status " + std::to_string(*q.status) + " under KVM";
+	return "";
+}
+
+// After a KVM boot that did not start: the attempt's logs kept under
+// NAME-kvm.log, and whatever the guest wrote cleared for the TCG boot.
+void set_kvm_attempt_aside(const fs::path &out)
+{
+	std::error_code ec;
+	for (const char *log : {"serial", "qemu"})
+		fs::rename(out / (std::string(log) + ".log"), out / (std::string(log) + "-kvm.log"), ec);
+	for (const char *f : {"timeline", "results.json", "exit_code", "job.log"})
+		fs::remove(out / "guest" / f, ec);
+}
+
+// The KVM failure as results.json's vm.accel_fallback, and said once.
+nlohmann::json fall_back_to_tcg(const group_spec &g, const std::string &why)
+{
+	const std::string first_line = report::one_line(first_line_of(g.out / "qemu-kvm.log"));
+	const std::string full = why + (first_line.empty() ? "" : ": " + first_line);
+	remember_kvm_failure(g.guest.cache, g.guest.kvm_cpu, full, g.kernel.name);
+	say_line("pinmatrix vm: " + g.label + "KVM did not start the guest (" + full +
+		 "): booting it with TCG; guests after it go straight to TCG until the host reboots");
+	return {{"tried", "kvm"}, {"why", full}, {"earlier", false}, {"serial_log", "serial-kvm.log"},
+		{"qemu_log", "qemu-kvm.log"}};
+}
+
 } // namespace
 
 // Why once more: under TCG, stock 6.12 now and then oopses in early boot (an
@@ -257,16 +322,31 @@ json guest_phases(const fs::path &guest_dir, double wall_s)
 // case could run or see it. A kernel that always dies there
 // dies again and the run is the error it was. The dead boot's console is
 // kept (serial-boot-1.log) and named, with its first bug line, in
-// vm.boot_retries.
+// vm.boot_retries. Under --accel auto a KVM boot that does not start its
+// job (vm/accel.hpp) is booted again with TCG; that is not a retry.
 booted_guest boot_until_its_job_starts(const group_spec &g, const prepared_guest &guest, const guest_needs &needs,
 				       const std::string &cmdline, const std::function<void()> &watch)
 {
 	constexpr int boots = 2;
 	booted_guest b;
+	accel_choice accel = choose_accel(g.guest.accel, g.guest.cache, g.guest.kvm_cpu);
+	b.accel = accel.accel;
+	b.accel_fallback = accel.fallback;
 	for (int attempt = 1;; ++attempt) {
 		const qmp_socket qmp;
-		b.argv = qemu_argv(g, guest, needs, cmdline, qmp);
-		b.q = boot_guest(g, b.argv, qmp, watch);
+		b.argv = qemu_argv(g, guest, needs, cmdline, qmp, b.accel);
+		const bool kvm = b.accel == "kvm";
+		b.q = boot_guest(g, b.argv, qmp, watch, kvm ? kvm_start_bound : std::chrono::seconds{});
+		if (kvm) {
+			const std::string why = kvm_did_not_start(b.q, g.out / "guest");
+			if (!why.empty() && accel.may_fall_back) {
+				set_kvm_attempt_aside(g.out);
+				b.accel_fallback = fall_back_to_tcg(g, why);
+				b.accel = "tcg";
+				--attempt;	// not a retry of a dead kernel
+				continue;
+			}
+		}
 		if (attempt == boots || !died_before_its_job(b.q, g.out / "guest"))
 			return b;
 		const std::string kept = "serial-boot-" + std::to_string(attempt) + ".log";
@@ -297,6 +377,9 @@ std::optional<int> guest_job_exit(const fs::path &out)
 
 std::string how_it_ended(const qemu_run &q, const std::optional<int> &job_status, int timeout_s)
 {
+	if (!q.status && q.start_bound_s)
+		return "the guest's job did not start within " + std::to_string(q.start_bound_s) +
+		       " s under KVM: killed (--accel kvm does not fall back; --accel auto boots with TCG then)";
 	if (!q.status)
 		return "guest still running after " + std::to_string(timeout_s) + " s: killed" +
 		       (q.wedged_dump.value("answered", false) ? ", after its task and CPU dumps (sysrq by QMP: serial.log)"
@@ -315,7 +398,7 @@ json vm_record(const group_spec &g, const booted_guest &booted, const std::strin
 	       const std::optional<int> &job_status, const std::string &ended)
 {
 	const qemu_run &q = booted.q;
-	json vm = {{"accel", "tcg"},
+	json vm = {{"accel", booted.accel},
 		   {"memory_mib", guest_memory_mib(g)},
 		   {"cpus", g.guest.cpus},
 		   {"cmdline", cmdline},
@@ -329,6 +412,8 @@ json vm_record(const group_spec &g, const booted_guest &booted, const std::strin
 		vm["wedged_guest_dump"] = q.wedged_dump;
 	if (!booted.retries.empty())
 		vm["boot_retries"] = booted.retries;
+	if (!booted.accel_fallback.is_null())
+		vm["accel_fallback"] = booted.accel_fallback;
 	if (auto phases = guest_phases(g.out / "guest", q.wall_s); !phases.empty())
 		vm["phases_s"] = phases;
 	return vm;

@@ -25,6 +25,7 @@ struct qemu_run {
 	std::optional<int> status;	// nullopt: killed at the timeout
 	int signal = 0;			// killed by a signal not ours
 	nlohmann::json wedged_dump;	// the guest's dumps at the timeout
+	int start_bound_s = 0;		// killed: the job had not started by then (KVM)
 	double wall_s = 0;
 };
 
@@ -32,10 +33,14 @@ struct booted_guest {
 	qemu_run q;
 	std::vector<std::string> argv;
 	nlohmann::json retries = nlohmann::json::array();	// vm.boot_retries: the boots that died before the job
+	std::string accel;		// what the guest ran under: "kvm" or "tcg"
+	nlohmann::json accel_fallback;	// vm.accel_fallback: why auto booted with TCG (null: it did not)
 };
 
-// Boots the guest (QEMU's argv: vm/qemu_command.hpp), and once more when
-// its kernel died before its job started. watch(), when given, every half
+// Boots the guest (QEMU's argv: vm/qemu_command.hpp) under the accelerator
+// --accel chooses (vm/accel.hpp: auto falls back to TCG when a KVM guest
+// does not start), and once more when its kernel died before its job
+// started. watch(), when given, every half
 // second while QEMU runs.
 booted_guest boot_until_its_job_starts(const group_spec &g, const prepared_guest &guest, const guest_needs &needs,
 				       const std::string &cmdline, const std::function<void()> &watch);

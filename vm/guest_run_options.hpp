@@ -20,6 +20,8 @@ struct guest_run_options {
 	unsigned memory_mib = 0;	// 0: what the boot needs
 	unsigned cpus = 1;		// guest vCPUs (QEMU -smp; TCG runs one thread each)
 	int timeout_s = 300;		// QEMU's start to the guest's power-off
+	std::string accel = "auto";	// auto | kvm | tcg (vm/accel.hpp)
+	std::string kvm_cpu = "host";	// QEMU's -cpu under KVM
 	std::filesystem::path cache = default_cache_dir();
 	std::vector<std::string> cases;	// empty: all
 	std::string guest_cmd;	// a shell command instead of the matrix (tests)

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "accel.hpp"
 #include "bench_vm.hpp"
 #include "cache_lock.hpp"
 #include "guest_boot.hpp"
@@ -117,10 +118,12 @@ void say_booting(const group_spec &g, const guest_kernel &kernel)
 {
 	const std::string append = boot_append(g);
 	const unsigned cpus = g.guest.cpus;
+	const accel_choice accel = choose_accel(g.guest.accel, g.guest.cache, g.guest.kvm_cpu);
 	std::ostringstream booting;
 	booting << "pinmatrix vm: " << g.label << "booting " << kernel.describe() << " (" << g.boot->name << ": "
 		<< (append.empty() ? "no extra parameters" : append) << ", " << guest_memory_mib(g) << " MiB, " << cpus
-		<< (cpus == 1 ? " vCPU" : " vCPUs") << ", TCG)";
+		<< (cpus == 1 ? " vCPU" : " vCPUs") << ", "
+		<< (accel.accel == "tcg" ? "TCG" : accel.may_fall_back ? "KVM, else TCG" : "KVM") << ")";
 	say_line(booting.str());
 }
 
@@ -451,6 +454,7 @@ int run_vm(const vm_options &opt)
 		throw usage_error("--out is required");
 	require_writable_dir(opt.out, "--out");
 	require_writable_dir(guest.cache, "--cache");
+	check_kvm_cpu(guest.kvm_cpu);
 	parse_fault(guest.fault);
 	if (!guest.guest_cmd.empty() && (!guest.cases.empty() || !guest.fault.empty() || !opt.matrix.empty()))
 		throw usage_error("--guest-cmd excludes --cases, --fault and --matrix");

@@ -96,16 +96,19 @@ void check_cmdline_length(const group_spec &g, const guest_needs &needs)
 }
 
 std::vector<std::string> qemu_argv(const group_spec &g, const prepared_guest &p, const guest_needs &needs,
-				   const std::string &cmdline, const qmp_socket &qmp)
+				   const std::string &cmdline, const qmp_socket &qmp, const std::string &accel)
 {
 	// The uncompressed vmlinux (PVH entry) saves seconds of XZ unpacking in
 	// an emulated guest; qboot and q35 start faster than SeaBIOS and i440FX.
+	// Under TCG, pdpe1gb: 1 GiB pages, without which hugetlb_cma= reserves
+	// nothing; rdrand: the kernel seeds its crng at boot (RANDOM_TRUST_CPU,
+	// or random.trust_cpu=on: guest_cmdline); without it the first
+	// getrandom() waited ~1 s for entropy. Under KVM the host's CPU, which
+	// has both where the host does.
+	const bool kvm = accel == "kvm";
 	std::vector<std::string> argv = {
-		// pdpe1gb: 1 GiB pages, without which hugetlb_cma= reserves nothing.
-		// rdrand: the kernel seeds its crng at boot (RANDOM_TRUST_CPU, or
-		// random.trust_cpu=on: guest_cmdline); without it the first
-		// getrandom() waited ~1 s for entropy.
-		"qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-cpu", "qemu64,+pdpe1gb,+rdrand",
+		"qemu-system-x86_64", "-machine", "q35", "-accel", kvm ? "kvm" : "tcg",
+		"-cpu", kvm ? g.guest.kvm_cpu : "qemu64,+pdpe1gb,+rdrand",
 		"-m", std::to_string(guest_memory_mib(g)),
 		"-smp", std::to_string(g.guest.cpus), "-nodefaults", "-display", "none", "-no-reboot",
 		"-serial", "file:" + (g.out / "serial.log").string(),

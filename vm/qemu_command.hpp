@@ -2,7 +2,7 @@
 #pragma once
 
 // QEMU's command line for a group's guest, and the guest kernel's command
-// line within it: the machine (q35, TCG, qboot), the kernel and initramfs
+// line within it: the machine (q35, TCG or KVM, qboot), the kernel and initramfs
 // prepared for it, the host root and the results shared over 9p, the
 // devices the plan needs (guest_needs), a managed node's forwarded port.
 
@@ -38,7 +38,8 @@ void check_guest_paths(const group_spec &g);
 // x86 takes (a long --append), before the kernel is known.
 void check_cmdline_length(const group_spec &g, const guest_needs &needs);
 
+// accel: "kvm" or "tcg" (vm/accel.hpp chooses).
 std::vector<std::string> qemu_argv(const group_spec &g, const prepared_guest &p, const guest_needs &needs,
-				   const std::string &cmdline, const qmp_socket &qmp);
+				   const std::string &cmdline, const qmp_socket &qmp, const std::string &accel);
 
 } // namespace pinmatrix

@@ -130,7 +130,7 @@ TEST(QemuCommand, TheDevicesThePlanNeedsAndTheForwardedPort)
 	EXPECT_TRUE(cmdline.ends_with(" movablecore=512M foo=1")) << cmdline;
 	EXPECT_EQ(guest_cmdline("/k", g, {}).find("intel_iommu"), std::string::npos);
 
-	const auto argv = qemu_argv(g, p, {.vfio_edu = true}, cmdline, qmp);
+	const auto argv = qemu_argv(g, p, {.vfio_edu = true}, cmdline, qmp, "tcg");
 	EXPECT_EQ(argv.front(), "qemu-system-x86_64");
 	const auto at = [&](const std::string &a) { return std::find(argv.begin(), argv.end(), a) - argv.begin(); };
 	EXPECT_EQ(argv[at("-m") + 1], "1024") << "the boot's memory";
@@ -139,7 +139,14 @@ TEST(QemuCommand, TheDevicesThePlanNeedsAndTheForwardedPort)
 	EXPECT_LT(at("intel-iommu,intremap=off"), at("-virtfs")) << "the IOMMU before the devices it translates for";
 	EXPECT_TRUE(has(argv, "edu"));
 	EXPECT_TRUE(has(argv, "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:2222-:22"));
-	EXPECT_FALSE(has(qemu_argv(g, p, {}, cmdline, qmp), "edu"));
+	EXPECT_FALSE(has(qemu_argv(g, p, {}, cmdline, qmp, "tcg"), "edu"));
+	EXPECT_EQ(argv[at("-accel") + 1], "tcg");
+	EXPECT_EQ(argv[at("-cpu") + 1], "qemu64,+pdpe1gb,+rdrand");
+	// KVM: the host's CPU.
+	const auto kvm = qemu_argv(g, p, {}, cmdline, qmp, "kvm");
+	const auto kvm_at = [&](const std::string &a) { return std::find(kvm.begin(), kvm.end(), a) - kvm.begin(); };
+	EXPECT_EQ(kvm[kvm_at("-accel") + 1], "kvm");
+	EXPECT_EQ(kvm[kvm_at("-cpu") + 1], "host");
 }
 
 TEST(SingleGroup, CheckedAndPlannedBeforeAnythingIsWritten)
