@@ -150,11 +150,35 @@ struct emergency_plan {
 	char kprobe_events[512] = {};
 	char removals[16][160] = {};
 	int n = 0;
+	// trace_pipe descriptors handed out by open_pipe(): closed first.
+	int pipes[4] = {-1, -1, -1, -1};
 };
 emergency_plan emergency;
 bool emergency_armed = false;
 struct sigaction previous[3];
 const int fatal_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+// The fatal signals held back while this process opens and closes its
+// instance's files: the emergency cleanup cannot remove an instance that
+// the code it interrupted holds a file of open (rmdir: EBUSY for as long
+// as the process lives). The signal comes as soon as the file is closed.
+class fatal_signals_held {
+public:
+	fatal_signals_held()
+	{
+		sigset_t set;
+		sigemptyset(&set);
+		for (int sig : fatal_signals)
+			sigaddset(&set, sig);
+		pthread_sigmask(SIG_BLOCK, &set, &old_);
+	}
+	~fatal_signals_held() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+	fatal_signals_held(const fatal_signals_held &) = delete;
+	fatal_signals_held &operator=(const fatal_signals_held &) = delete;
+
+private:
+	sigset_t old_;
+};
 
 bool raw_write(const char *path, const char *text, int flags)
 {
@@ -196,6 +220,9 @@ bool remove_probe(const char *kprobe_events, const char *removal)
 void emergency_cleanup(int sig)
 {
 	if (getpid() == emergency.owner) {
+		for (int fd : emergency.pipes)
+			if (fd >= 0)
+				::close(fd);
 		raw_write(emergency.tracing_on, "0", O_TRUNC);
 		raw_write(emergency.events_enable, "0", O_TRUNC);
 		remove_instance(emergency.instance);
@@ -244,6 +271,7 @@ std::unique_ptr<trace_session> trace_session::start()
 	// Failures are the notes' to tell, not libtracefs's lines on stderr.
 	tracefs_set_loglevel(TEP_LOG_NONE);
 	try {
+		fatal_signals_held held;
 		s->setup();
 	} catch (const std::exception &e) {
 		s->notes_.push_back(std::string("kernel trace unavailable: ") + e.what());
@@ -333,6 +361,8 @@ void trace_session::arm_emergency_cleanup() const
 	copy(emergency.instance, sizeof(emergency.instance), instance_);
 	copy(emergency.kprobe_events, sizeof(emergency.kprobe_events), tracefs_ + "/kprobe_events");
 	emergency.n = 0;
+	for (int &fd : emergency.pipes)
+		fd = -1;
 	if (emergency_armed)
 		return;
 	for (int i = 0; i < 3; i++) {
@@ -401,6 +431,7 @@ void trace_session::stop()
 {
 	if (stopped_ || getpid() != owner_)
 		return;	// a forked child must not tear down its parent's session
+	fatal_signals_held held;
 	stopped_ = true;
 	if (inst_) {
 		tracefs_trace_off(inst_.get());
@@ -471,6 +502,7 @@ void trace_session::follow(pid_t pid)
 {
 	if (!available_)
 		return;
+	fatal_signals_held held;
 	// The pid list grows with every fork of a followed process
 	// (event-fork): set once, it covers all the run's case processes.
 	tracefs_instance_file_write(inst_.get(), "set_event_pid", std::to_string(pid).c_str());
@@ -481,9 +513,10 @@ void trace_session::follow(pid_t pid)
 std::string trace_session::take() const
 {
 	std::string text;
+	fatal_signals_held held;
 	// A consuming read: what was taken is gone, so the next case starts
 	// empty without resetting the buffer (a reset waits for RCU).
-	unique_fd fd(open_pipe());
+	unique_fd fd(open_instance_pipe());
 	if (!fd)
 		return text;
 	char buf[65536];
@@ -496,17 +529,34 @@ std::string trace_session::take() const
 	return text;
 }
 
-int trace_session::open_pipe() const
+int trace_session::open_instance_pipe() const
 {
 	if (!available_)
 		return -1;
 	return tracefs_instance_file_open(inst_.get(), "trace_pipe", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 }
 
+int trace_session::open_pipe() const
+{
+	fatal_signals_held held;
+	const int fd = open_instance_pipe();
+	// The caller may hold it to the end: a fatal signal's cleanup closes
+	// it before it removes the instance.
+	if (fd >= 0 && getpid() == emergency.owner)
+		for (int &slot : emergency.pipes)
+			if (slot < 0) {
+				slot = fd;
+				break;
+			}
+	return fd;
+}
+
 void trace_session::mark(const std::string &text) const
 {
-	if (available_)
-		tracefs_instance_file_write(inst_.get(), "trace_marker", text.c_str());
+	if (!available_)
+		return;
+	fatal_signals_held held;
+	tracefs_instance_file_write(inst_.get(), "trace_marker", text.c_str());
 }
 
 } // namespace pinmatrix

@@ -89,6 +89,7 @@ private:
 	void arm_emergency_cleanup() const;
 	probe_status place_probe(const probe_spec &spec);
 	void enable_events();
+	int open_instance_pipe() const;
 	void remove_probes();
 
 	bool available_ = false;

@@ -56,7 +56,7 @@ echo 'p:pinmatrix_999999/leftover pin_user_pages_fast' >> "$T/kprobe_events"
 echo $? > "$out/run.rc"
 echo "$(ours)" | tr '\n' ' ' > "$out/after-run.txt"
 
-# 4. SIGTERM in the middle of a run: the probes go with it.
+# 4. SIGTERM in the middle of a run: the probes and the instance go with it.
 "$bin" run --cases A,B,C,D --device rxe0 --module "$ko" > "$out/term.txt" 2>&1 &
 run=$!
 for _ in $(seq 600); do
@@ -68,4 +68,29 @@ kill -TERM "$run"
 wait "$run"
 echo $? > "$out/term.rc"
 echo "$(ours)" | tr '\n' ' ' > "$out/after-term.txt"
+
+# 5. ... also when it comes while the run itself holds a file of its
+# instance open (CI once: the instance stayed, busy): strace holds the run
+# for 2 s in its open() of the instance's set_event_pid, returned (-D: the
+# run keeps the pid that names its instance).
+held_open() {
+  local fd
+  for fd in "/proc/$1/fd/"*; do
+    [[ $(readlink "$fd") == */pinmatrix-$1/set_event_pid ]] && return 0
+  done
+  return 1
+}
+bash -c 'exec strace -D -o /dev/null -P "$1/instances/pinmatrix-$$/set_event_pid" -e trace=open,openat \
+  -e inject=open,openat:delay_exit=2000000 "$2" run --cases A --device rxe0 --module "$3"' \
+  held "$T" "$bin" "$ko" > "$out/term-held.txt" 2>&1 &
+run=$!
+for _ in $(seq 600); do
+  held_open "$run" && break
+  sleep 0.05
+done
+held_open "$run" && echo held > "$out/held-open.txt"
+kill -TERM "$run"
+wait "$run"
+echo $? > "$out/term-held.rc"
+ours | tr '\n' ' ' > "$out/after-term-held.txt"
 exit 0

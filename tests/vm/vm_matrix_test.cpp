@@ -587,10 +587,15 @@ TEST_F(VmExplain, NoProbeOrInstanceIsLeftBehind)
 	const auto removed = doc["kernel_trace"]["removed_leftovers"].dump();
 	EXPECT_NE(removed.find("instance pinmatrix-999999"), std::string::npos) << removed;
 	EXPECT_NE(removed.find("probe pinmatrix_999999/leftover"), std::string::npos) << removed;
-	// ... and after a SIGTERM in the middle of one.
+	// ... and after a SIGTERM in the middle of one ...
 	EXPECT_NE(file("during-run.txt"), "0\n") << "the probes were in place when the signal came\n" << file("term.txt");
 	EXPECT_EQ(file("term.rc"), "143\n") << file("term.txt");
 	EXPECT_EQ(file("after-term.txt"), "0 0 ") << file("term.txt");
+	// ... also one that came while the run held a file of its instance
+	// open (strace kept it in that open() for 2 s).
+	EXPECT_EQ(file("held-open.txt"), "held\n") << file("term-held.txt");
+	EXPECT_EQ(file("term-held.rc"), "143\n") << file("term-held.txt");
+	EXPECT_EQ(file("after-term-held.txt"), "0 0 ") << "kprobe lines, instances\n" << file("term-held.txt");
 }
 
 TEST(VmFaults, GuestPanicIsAnErrorAndKeepsWhatFinished)
