@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "atomic_file.hpp"
 #include "kernel_info.hpp"
 #include "kernel_log.hpp"
 #include "known_bugs.hpp"
@@ -36,6 +37,7 @@
 #include "pin/plan.hpp"
 #include "reports.hpp"
 #include "results.hpp"
+#include "step_clock.hpp"
 #include "common/running_kernel.hpp"
 #include "terminal_table.hpp"
 #include "suite.hpp"
@@ -735,7 +737,9 @@ public:
 		if (file_.empty())
 			return;
 		try {
-			write_json_atomically(file_, doc);
+			// The end's document is made whole again: a suite's finish
+			// may have added to a record.
+			write_file_atomically(file_, doc.value("complete", false) ? results_json_text(doc) : text_.of(doc));
 			written_ = doc["cases"].size();
 		} catch (const std::exception &e) {
 			all_written_ = false;
@@ -750,6 +754,7 @@ public:
 
 private:
 	fs::path file_;
+	results_text text_;	// the cases' records do not change once kept
 	bool all_written_ = true;
 	size_t written_ = 0;
 };
@@ -773,6 +778,8 @@ struct run_state {
 	std::map<const suite *, std::string> wedged;
 	// The pins each case leaves behind (pin_balance.hpp).
 	pin_balance balance{foll_pins_held, quiet_machine()};
+	// Where the run's time goes besides its cases (results.json's time_ms).
+	step_clock &clock;
 };
 
 // One case: its knob of fault injection set around it, run in a child (or
@@ -783,6 +790,7 @@ case_record run_one(const plan_entry &e, const std::optional<std::string> &why_n
 	auto &[owner, c] = e;
 	if (!why_not)
 		owner->before_case(c, doc);
+	st.clock.mark("placement fills before cases");
 	const std::string started_at = now_iso8601();
 	const auto t0 = std::chrono::steady_clock::now();
 	std::optional<module_param_override> stall;
@@ -803,6 +811,7 @@ case_record run_one(const plan_entry &e, const std::optional<std::string> &why_n
 	r.details["started_at"] = started_at;
 	r.duration_ns =
 		std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+	st.clock.mark("cases");
 	if (st.klog)
 		note_kernel_alarms(r, st.klog->new_alarms());
 	return r;
@@ -867,12 +876,12 @@ case_record record_of(const plan_entry &e, const case_context &run, run_state &s
 
 // Each case in plan order; its record kept in results.json and streamed
 // as KTAP as soon as it ends.
-void run_cases(const std::vector<plan_entry> &plan, const case_context &run, json &doc)
+void run_cases(const std::vector<plan_entry> &plan, const case_context &run, step_clock &clock, json &doc)
 {
 	if (run.ktap)
 		run.ktap->header(doc);
 	// From here on: what boot and module loading logged is no case's.
-	run_state st;
+	run_state st{.clock = clock};
 	try {
 		st.klog.emplace();
 	} catch (const std::system_error &e) {
@@ -885,12 +894,15 @@ void run_cases(const std::vector<plan_entry> &plan, const case_context &run, jso
 		const case_record r = record_of(plan[i], run, st, doc);
 		print_progress(i, plan.size(), c, r);
 		doc["cases"].push_back(to_json(r));
+		clock.mark("judging, the kernel log, known bugs");
 		// Written as each case ends: a guest that dies keeps what finished.
 		run.results.keep(doc, "case " + c.id + " (" + std::to_string(i + 1) + "/" +
 					      std::to_string(plan.size()) + "): its record");
+		clock.mark("results.json after each case");
 		if (run.ktap)
 			run.ktap->records(doc, i);
 		after_suites_last_case(plan, i, doc);
+		clock.mark("KTAP, a suite's end");
 	}
 }
 
@@ -921,6 +933,7 @@ int run_matrix(const run_options &opt)
 		require_writable_dir(opt.out, "--out");
 		fs::create_directories(opt.out);
 	}
+	step_clock clock;
 	const auto kernel = read_kernel_info();
 	json doc = run_doc(plan, kernel);
 	// --no-module loads nothing, even where a --module was left in a script.
@@ -941,13 +954,17 @@ int run_matrix(const run_options &opt)
 	results_keeper results(opt.out.empty() ? fs::path() : opt.out / "results.json");
 	// Written before the first case: a run that dies in it shows it started.
 	results.keep(doc, "at the start of the run");
-	run_cases(plan, {cannot_run, fault, opt, results, ktap ? &ktap->stream() : nullptr}, doc);
+	clock.mark("the start: module, preflight");
+	run_cases(plan, {cannot_run, fault, opt, results, ktap ? &ktap->stream() : nullptr}, clock, doc);
 	const run_summary summary = summarize_json(doc["cases"]);
 	finish_doc(doc, suites, summary);
 	if (ktap)
 		ktap->stream().end(doc);
+	clock.mark("the end: the suites' finish");
+	// Up to here: the last results.json and the reports are not in it.
+	doc["time_ms"] = step_times_json(clock.steps());
 	results.keep(doc, "the end of the run");
-	if (!results.file().empty() && results.all_written()) {
+	if (!results.file().empty() && results.all_written() && !opt.results_only) {
 		try {
 			write_reports(opt.out, doc);
 		} catch (const std::exception &e) {

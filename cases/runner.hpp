@@ -53,6 +53,9 @@ struct run_options {
 	// (matrix/known_bugs.cpp) counts as a FAIL, and so does a pass where
 	// such a bug should have shown; else they are XFAIL and XPASS.
 	bool strict = false;
+	// --results-only: results.json in --out, no reports (pinmatrix vm's
+	// guest: the host writes them from the merged results).
+	bool results_only = false;
 };
 
 struct fault_plan {

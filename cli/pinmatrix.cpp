@@ -409,6 +409,8 @@ subcommand add_run(CLI::App &app)
 	add_pin_options(cmd, run->pins)->excludes(module);
 	add_run_format_option(cmd, run->format);
 	cmd->add_flag("--strict", run->strict, strict_help);
+	cmd->add_flag("--results-only", run->results_only,
+		      "Write results.json to --out and no reports (pinmatrix vm's guest: the host writes them)");
 	auto *baseline = cmd->add_option("--baseline", gate->baseline,
 					 "The gate on this node: compare with this baseline run (its directory or "
 					 "results.json; the kernel before the update) and exit 1 only on a regression")

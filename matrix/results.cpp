@@ -81,6 +81,41 @@ void write_json_atomically(const std::filesystem::path &path, const json &doc)
 	write_file_atomically(path, results_json_text(doc));
 }
 
+std::string results_text::of(const json &doc)
+{
+	const json *cases = doc.is_object() && doc.contains("cases") ? &doc["cases"] : nullptr;
+	if (!cases || !cases->is_array() || cases->empty()) {
+		cases_.clear();
+		return results_json_text(doc);
+	}
+	if (cases_.size() > cases->size())
+		cases_.clear();
+	for (size_t i = cases_.size(); i < cases->size(); i++) {
+		// dump(2) of the document puts a case at depth 2: 4 more spaces.
+		std::string text = "    ";
+		for (char ch : (*cases)[i].dump(2)) {
+			text += ch;
+			if (ch == '\n')
+				text += "    ";
+		}
+		cases_.push_back(std::move(text));
+	}
+	json head = json::object();
+	for (const auto &[key, value] : doc.items())
+		head[key] = key == "cases" ? json::array() : value;
+	std::string text = results_json_text(head);
+	// The top-level key alone has exactly two spaces before it.
+	const std::string empty = "\n  \"cases\": []";
+	const size_t at = text.find(empty);
+	if (at == std::string::npos)
+		return results_json_text(doc);
+	std::string array = "\n  \"cases\": [\n";
+	for (size_t i = 0; i < cases_.size(); i++)
+		array += cases_[i] + (i + 1 < cases_.size() ? ",\n" : "\n");
+	array += "  ]";
+	return text.replace(at, empty.size(), array);
+}
+
 namespace {
 
 // Whether text nests arrays and objects deeper than max (outside strings).

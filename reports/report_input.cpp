@@ -17,6 +17,7 @@
 
 #include "kernel_version.hpp"
 #include "results.hpp"
+#include "step_clock.hpp"
 #include "sys_error.hpp"
 #include "text.hpp"
 
@@ -839,6 +840,21 @@ std::vector<fact> evidence_facts(const case_view &c)
 	add("started at", text_at(*c.record, "started_at"));
 	if (c.duration_ns)
 		add("case duration", format_ns(*c.duration_ns));
+	add("time by step", case_steps_text(c, SIZE_MAX));
+	return out;
+}
+
+std::string case_steps_text(const case_view &c, size_t most)
+{
+	const json *obs = c.record ? member(*c.record, "observed") : nullptr;
+	const json *steps_json = obs ? member(*obs, "time_ms") : nullptr;
+	if (!steps_json)
+		return "";
+	step_times steps = step_times_from_json(*steps_json);
+	std::stable_sort(steps.begin(), steps.end(), [](const auto &a, const auto &b) { return a.second > b.second; });
+	std::string out;
+	for (size_t i = 0; i < steps.size() && i < most; i++)
+		out += (out.empty() ? "" : ", ") + one_line(steps[i].first) + " " + format_ns(steps[i].second * 1e6);
 	return out;
 }
 
@@ -853,7 +869,8 @@ std::vector<extra_field> extra_fields(const case_view &c)
 		"errno", "errno_name", "migrated", "migrated_by_first_pin", "migrated_by_registration",
 		"pfn_before", "pfn_after", "first_pin_errno", "first_pin_pfns", "latency_ns",
 		"latency_samples_ns", "scanned_bytes", "summary", "page", "rdma_write_readback",
-		"rdma_detail", "content_intact", "recovery", "registrations", "kernel_trace", "give_back"};
+		"rdma_detail", "content_intact", "recovery", "registrations", "kernel_trace", "give_back",
+		"time_ms"};
 	std::vector<extra_field> out;
 	if (!c.record->is_object())
 		return out;

@@ -10,6 +10,7 @@
 #include "report_input.hpp"
 #include "reports.hpp"
 #include "run_files.hpp"
+#include "step_clock.hpp"
 
 namespace pinmatrix {
 
@@ -274,6 +275,47 @@ void render_case_rows(std::ostringstream &out, const run_view &run, bool only_ba
 	}
 }
 
+constexpr size_t slowest_shown = 5;
+
+// Where the run's time went besides its cases (results.json's time_ms),
+// the longest first.
+void render_run_steps(std::ostringstream &out, const json &doc)
+{
+	const json *steps_json = doc.is_object() ? member(doc, "time_ms") : nullptr;
+	if (!steps_json)
+		return;
+	step_times steps = step_times_from_json(*steps_json);
+	std::erase_if(steps, [](const auto &s) { return s.first == "cases"; });
+	if (steps.empty())
+		return;
+	std::stable_sort(steps.begin(), steps.end(), [](const auto &a, const auto &b) { return a.second > b.second; });
+	std::string text;
+	for (const auto &[step, ms] : steps)
+		text += (text.empty() ? "" : ", ") + one_line(step) + " " + format_ns(ms * 1e6);
+	out << "\nThe run besides its cases: " << markdown_text(text) << "\n";
+}
+
+// The slowest cases and the steps that took their time (observed.time_ms):
+// where a run's minutes go, for whoever makes it faster.
+void render_slowest(std::ostringstream &out, const run_view &run)
+{
+	std::vector<const case_view *> timed;
+	for (const auto &c : run.cases)
+		if (c.duration_ns)
+			timed.push_back(&c);
+	if (timed.empty())
+		return;
+	const size_t n = std::min(slowest_shown, timed.size());
+	std::partial_sort(timed.begin(), timed.begin() + n, timed.end(),
+			  [](const case_view *a, const case_view *b) { return *a->duration_ns > *b->duration_ns; });
+	out << "\nSlowest cases:\n\n| case | took | longest steps |\n|---|---|---|\n";
+	for (size_t i = 0; i < n; i++) {
+		const std::string steps = case_steps_text(*timed[i], 3);
+		out << "| " << markdown_text(timed[i]->title()) << " | " << markdown_text(format_ns(*timed[i]->duration_ns))
+		    << " | " << markdown_text(steps.empty() ? "-" : steps) << " |\n";
+	}
+}
+
 // The compact table; past table_limit cases only those that did not pass.
 void render_case_table(std::ostringstream &out, const run_view &run)
 {
@@ -303,6 +345,8 @@ std::string format_summary_markdown(const json &doc, const report::run_files *fi
 	render_skipped(out, run);
 	render_classified_errors(out, run);
 	render_case_table(out, run);
+	render_slowest(out, run);
+	render_run_steps(out, doc);
 	return out.str();
 }
 

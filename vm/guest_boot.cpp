@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -431,6 +432,32 @@ std::string phases_text(const json &phases)
 		out += buf;
 	}
 	return out;
+}
+
+json harness_share(const json &cases, double wall_s)
+{
+	double cases_s = 0;
+	bool timed = false;
+	for (const auto &c : cases)
+		if (c.is_object() && c.contains("duration_ns") && c["duration_ns"].is_number()) {
+			cases_s += c["duration_ns"].get<double>() / 1e9;
+			timed = true;
+		}
+	if (!timed || wall_s <= 0)
+		return json::object();
+	const double harness_s = std::max(0.0, wall_s - cases_s);
+	return {{"cases_s", cases_s}, {"harness_s", harness_s}, {"share", harness_s / wall_s}};
+}
+
+std::string harness_text(const json &vm)
+{
+	const json h = vm.value("harness", json::object());
+	if (!h.contains("cases_s") || !h.contains("share"))
+		return "";
+	char buf[80];
+	std::snprintf(buf, sizeof(buf), ", cases %.1f s, harness %.0f%%", h["cases_s"].get<double>(),
+		      100 * h["share"].get<double>());
+	return buf;
 }
 
 } // namespace pinmatrix

@@ -64,4 +64,13 @@ nlohmann::json vm_record(const group_spec &g, const booted_guest &booted, const 
 // the record's phases_s.
 std::string phases_text(const nlohmann::json &phases);
 
+// What the harness costs a boot, beside its cases: QEMU's wall time
+// (boot to verdict) less the sum of the cases' durations, and its share of
+// the wall time ({"cases_s", "harness_s", "share"}); empty with no timed
+// case or no wall time.
+nlohmann::json harness_share(const nlohmann::json &cases, double wall_s);
+
+// ", cases 8.7 s, harness 48%", from the record's harness; "" without one.
+std::string harness_text(const nlohmann::json &vm);
+
 } // namespace pinmatrix

@@ -153,6 +153,8 @@ void collect_case_results(group_outcome &outcome, const group_spec &g, const gue
 	add_missing_records(doc, g, plan, ended, job_status, excerpt);
 	if (g.guest.bench)
 		bench::collect(guest_dir, g.out, doc);
+	if (auto h = harness_share(doc["cases"], vm.value("wall_s", 0.0)); !h.empty())
+		vm["harness"] = h;
 	doc["vm"] = std::move(vm);
 	if (!ended.empty())
 		doc["vm"]["serial_excerpt"] = excerpt;
@@ -239,9 +241,9 @@ void print_single(const group_spec &g, const group_outcome &outcome, double wall
 		std::cout << "cannot run here: " << outcome.ended << "\n";
 	else if (!outcome.ended.empty())
 		std::cout << "guest: " << outcome.ended << "\n" << vm.value("serial_excerpt", "");
-	std::printf("pinmatrix vm: %s in %.1f s (boot to verdict%s); results in %s\n",
+	std::printf("pinmatrix vm: %s in %.1f s (boot to verdict%s%s); results in %s\n",
 		    doc["verdict"].get<std::string>().c_str(), wall_s,
-		    phases_text(vm.value("phases_s", json::object())).c_str(),
+		    phases_text(vm.value("phases_s", json::object())).c_str(), harness_text(vm).c_str(),
 		    not_written.empty() ? (g.out / "results.json").c_str() : "none (not written, see below)");
 }
 

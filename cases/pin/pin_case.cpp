@@ -105,7 +105,7 @@ void time_registration_again(const case_def &c, const case_tools &tools, second_
 }
 
 observation run_pin_case(const case_def &c, const case_tools &tools, second_pinner &second,
-			 size_t find_budget_bytes)
+			 size_t find_budget_bytes, step_clock &clock)
 {
 	if (traits(c.first).allocates)
 		return run_pinner_alloc_case(c, tools, second);
@@ -117,6 +117,11 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	void *addr = page.data();
 
 	observation obs;
+	const auto step_done = [&](const char *step) {
+		clock.mark(step);
+		obs.time_ms = clock.steps();
+	};
+	step_done("find the page");
 	obs.probe = tools.probe.probe_name();
 	obs.scanned_bytes = found->scanned_bytes;
 	const uint64_t seed = std::random_device{}();
@@ -125,6 +130,7 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	const auto areas = read_cma_areas();
 	auto state = [&] { return describe(tools.probe.probe_page(page.addr()), areas); };
 	obs.before = state();
+	step_done("fill and read the page");
 	auto state_once_released = [&] { return once_released(state); };
 	const bool restricted = obs.before.longterm_pinnable == false;
 
@@ -137,11 +143,13 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	obs.first_pinner = first.pinner();
 	obs.longterm_by_version = first.longterm_by_version();
 	obs.after_first_pin = state();
+	step_done("first pin");
 
 	second_pin_result reg = second.take(addr, ps);
 	obs.registration_errno = reg.err;
 	obs.latency_ns = reg.latency_ns;
 	obs.after_registration = state();
+	step_done("registration");
 	obs.readback_method = second.readback_method();
 	// The harm (lib/give_back.hpp), for a page in restricted memory. The
 	// first pin is expected to strand the page where the row says ENOMEM:
@@ -153,13 +161,17 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	};
 	const bool refusal_expected = c.row && c.row->expected == pin_outcome::enomem;
 	obs.give_back_held = ask_back(refusal_expected ? expecting_refusal : expecting_return);
+	step_done("give-back, pins held");
 
 	if (!reg.err) {
 		second.readback(addr, ps, seed + 1, obs.rdma_write_readback, obs.rdma_detail);
+		step_done("write and read back through the pin");
 		second.release();
 		first.release();
 		obs.after_release = state_once_released();
+		step_done("release, until no pin shows");
 		obs.give_back_control = ask_back(expecting_return);
+		step_done("give-back, all released");
 		return obs;
 	}
 	// The failed registration must leave the page as it was, and must
@@ -167,11 +179,15 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	obs.content_intact = !std::memcmp(page.data(), written.data(), ps);
 	first.release();
 	obs.give_back_released = ask_back(expecting_return);
+	step_done("give-back, first pin released");
 	second_pin_result again = second.take(addr, ps);
 	obs.recovery = recovery_record{again.err, again.latency_ns, tools.probe.probe_page(page.addr()).pfn};
+	step_done("registration again");
 	second.release();
 	obs.after_release = state_once_released();
+	step_done("release, until no pin shows");
 	obs.give_back_control = ask_back(expecting_return);
+	step_done("give-back, all released");
 	return obs;
 }
 

@@ -33,8 +33,9 @@ struct case_tools {
 // Throws unmet_need when no page in the placement was found within
 // find_budget_bytes (the kernel has no such memory: a SKIP).
 // The second pin is `second` (ibv_reg_mr or io_uring, cases/common/second_pin.hpp).
+// Each step is marked on clock as it ends (observation::time_ms).
 observation run_pin_case(const case_def &c, const case_tools &tools, second_pinner &second,
-			 size_t find_budget_bytes);
+			 size_t find_budget_bytes, step_clock &clock);
 
 // Latency as a distribution, after the case and outside its verdict and
 // telemetry: the case's registration again on fresh pages of its placement,

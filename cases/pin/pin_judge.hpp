@@ -12,6 +12,7 @@
 #include "give_back.hpp"
 #include "plan.hpp"
 #include "rules.hpp"
+#include "step_clock.hpp"
 #include "verdict.hpp"
 
 namespace pinmatrix {
@@ -80,6 +81,8 @@ struct observation {
 	// block that does not go back then was kept by other memory in it (a
 	// machine under memory pressure), and the answers above prove nothing.
 	std::optional<give_back_attempt> give_back_control;
+	// Where the case's time went, step by step (lib/step_clock.hpp).
+	step_times time_ms;
 
 	bool migrated_by_first_pin() const;
 	bool migrated_by_registration() const;

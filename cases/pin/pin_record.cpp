@@ -110,6 +110,8 @@ json to_json(const observation &o)
 		j["give_back"]["first_pin_released"] = to_json(*o.give_back_released);
 	if (o.give_back_control)
 		j["give_back"]["all_released"] = to_json(*o.give_back_control);
+	if (!o.time_ms.empty())
+		j["time_ms"] = step_times_json(o.time_ms);
 	return j;
 }
 
@@ -123,6 +125,8 @@ observation observation_from_json(const json &j)
 	o.latency_samples_ns = j.value("latency_samples_ns", std::vector<int64_t>{});
 	o.latency_repeats_otherwise = j.value("latency_repeats_otherwise", std::vector<std::string>{});
 	o.scanned_bytes = j.at("scanned_bytes");
+	if (j.contains("time_ms"))
+		o.time_ms = step_times_from_json(j["time_ms"]);
 	const auto &page = j.at("page");
 	o.before = page_state_from_json(page.at("before"));
 	if (page.contains("after_first_pin"))

@@ -163,6 +163,7 @@ public:
 						 ? "this boot has no CMA area (CmaTotal 0: boot with cma= or hugetlb_cma=; "
 						   "a kernel that failed to reserve it logs \"cma: Failed to reserve\")"
 						 : "this boot has no ZONE_MOVABLE (boot with movablecore=)");
+		step_clock clock;
 		std::optional<pin_module> module;
 		if (!opt_.pins.without_module())
 			module.emplace(pin_module::open());
@@ -175,11 +176,15 @@ public:
 			// Telemetry and the kernel trace of every registration of
 			// the case (case_telemetry.hpp) ...
 			case_telemetry telemetry(module ? &*module : nullptr);
-			o = run_pin_case(def(pc), tools, *second, opt_.find_budget_mib << 20);
+			clock.mark("open the module, the second pin and the trace");
+			o = run_pin_case(def(pc), tools, *second, opt_.find_budget_mib << 20, clock);
 			telemetry_json = telemetry.finish();
+			clock.mark("read the trace");
 		}
 		// ... but not of its repeats, timed after it.
 		time_registration_again(def(pc), tools, *second, opt_.latency_samples, o);
+		clock.mark("latency repeats");
+		o.time_ms = clock.steps();
 		json obs = to_json(o);
 		obs.update(telemetry_json);
 		return {{"observation", obs}};

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <latch>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "clock.hpp"
@@ -150,6 +152,8 @@ struct round_result {
 	// isolated+ibv_reg_mr: the first registration held the buffer isolated
 	// (its migration waiting), and the second returned while it did.
 	std::optional<bool> held_isolated, second_returned_while_isolated;
+	std::optional<std::string> window_ended_by;	// isolation_release::window_end
+	int64_t second_cpu_ms = 0;
 	size_t left_restricted = 0;	// pages of the buffer still in restricted memory after all
 	size_t pinned_restricted = 0;	// of those, the module says maybe DMA-pinned (module probe only)
 	size_t unplaced = 0;		// pages the probe could not place (absent, unreadable pageblock)
@@ -184,7 +188,11 @@ void place_and_release(const race_case &c, const page_prober &probe, const body_
 			p->release();
 }
 
-constexpr std::chrono::milliseconds isolation_wait{10000}, second_pin_window{3000};
+// The window holds at most second_pin_window; it ends as soon as the second
+// registration returned, or spent second_pin_retry_proof of CPU in the call
+// (one pass over 16 pages takes ~20 ms under TCG: a kernel that retries has
+// made ten or more passes by then).
+constexpr std::chrono::milliseconds isolation_wait{10000}, second_pin_window{3000}, second_pin_retry_proof{300};
 
 // The first registration's migration waits for the folio locks the module
 // holds, every folio of the buffer isolated meanwhile; the second
@@ -205,17 +213,20 @@ round_result isolated_round(const race_case &c, const page_prober &probe, const 
 	int second_err = 0;
 	bool second_ran = false;
 	int64_t first_end = 0, second_end = 0;
+	pid_t second_tid = 0;
 	std::latch second_ready(1);
 	std::thread second([&] {
 		// Its malloc arena (an mmap()) now, not in the window; volatile, or
 		// the compiler drops the pair (measured: round 1 waited in mmap()).
 		void *volatile arena = malloc(4096);
 		free(arena);
+		second_tid = pid_t(syscall(SYS_gettid));
 		second_ready.count_down();
 		char go = 'N';
 		if (read(release.go_fd(), &go, 1) == 1 && go == 'I') {
 			second_err = pinners[1]->take(buf.data(), buf.size()).err;
 			second_end = monotonic_raw_ns();
+			release.second_returned();
 			second_ran = true;
 		}
 	});
@@ -224,7 +235,7 @@ round_result isolated_round(const race_case &c, const page_prober &probe, const 
 		r.errnos[0] = pinners[0]->take(buf.data(), buf.size()).err;
 		first_end = monotonic_raw_ns();
 	});
-	release.start(locks.id());
+	release.start(locks.id(), second_tid);
 	first.join();
 	second.join();
 	(void)locks.release();	// the helper's UNPIN came first: ENOENT
@@ -233,6 +244,8 @@ round_result isolated_round(const race_case &c, const page_prober &probe, const 
 	if (second_ran) {
 		r.errnos.push_back(second_err);
 		r.second_returned_while_isolated = second_end < t.released_ns;
+		r.window_ended_by = name(t.ended);
+		r.second_cpu_ms = t.second_cpu_ms;
 	}
 	place_and_release(c, probe, opt, buf, pinners, r);
 	return r;
@@ -284,7 +297,7 @@ json run_rounds(const race_case &c, const page_prober &probe, const body_options
 		if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
 			throw last_sys_error("prctl(PR_SET_THP_DISABLE)");
 		module.emplace(pin_module::open());
-		release.emplace(*module, isolation_wait, second_pin_window);
+		release.emplace(*module, isolation_wait, second_pin_window, second_pin_retry_proof);
 	}
 	json rounds = json::array();
 	for (unsigned i = 0; i < c.rounds; i++) {
@@ -300,6 +313,10 @@ json run_rounds(const race_case &c, const page_prober &probe, const body_options
 			round["first_pin_held_isolated"] = *r.held_isolated;
 		if (r.second_returned_while_isolated)
 			round["second_pin_returned_while_isolated"] = *r.second_returned_while_isolated;
+		if (r.window_ended_by) {
+			round["window_ended_by"] = *r.window_ended_by;
+			round["second_pin_cpu_ms_in_window"] = r.second_cpu_ms;
+		}
 		rounds.push_back(round);
 	}
 	return {{"observation",

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "guest_boot.hpp"
 #include "guest_job.hpp"
 #include "matrix_groups.hpp"
 #include "qemu_command.hpp"
@@ -95,7 +96,7 @@ TEST(GuestJob, TheMatrixJobEnv)
 		  "ssh_port=0\n"
 		  "run_argv=('" +
 			  self +
-			  "' 'run' '--out' '/run/pinmatrix' '--device' 'rxe0' '--placement' 'movable' "
+			  "' 'run' '--out' '/run/pinmatrix' '--results-only' '--device' 'rxe0' '--placement' 'movable' "
 			  "'--second-pin' 'ibv_reg_mr' '--module' '/m/pinmatrix/pinmatrix.ko' '--first-pin' 'module' "
 			  "'--cases' 'A,registration' '--fault' 'hang-at=A' '--case-timeout' '60' '--strict')\n"
 			  "bench_argv=()\n");
@@ -172,4 +173,21 @@ TEST(SingleGroup, CheckedAndPlannedBeforeAnythingIsWritten)
 	opt.guest.cases.clear();
 	opt.out = "/results/a,b";
 	EXPECT_THROW(single_group(opt), usage_error) << "a comma ends QEMU's -virtfs option";
+}
+
+// The harness's share of a boot: the wall time less the cases' durations;
+// nothing to say without a timed case, and never a negative harness.
+TEST(GuestPhases, TheHarnessIsTheWallTimeLessTheCases)
+{
+	const nlohmann::json cases = nlohmann::json::parse(
+		R"([{"id": "A", "duration_ns": 3000000000}, {"id": "B", "duration_ns": 5000000000}, {"id": "C"}])");
+	const auto h = harness_share(cases, 10.0);
+	EXPECT_DOUBLE_EQ(h["cases_s"].get<double>(), 8.0);
+	EXPECT_DOUBLE_EQ(h["harness_s"].get<double>(), 2.0);
+	EXPECT_DOUBLE_EQ(h["share"].get<double>(), 0.2);
+	EXPECT_EQ(harness_text({{"harness", h}}), ", cases 8.0 s, harness 20%");
+	EXPECT_TRUE(harness_share(nlohmann::json::parse(R"([{"id": "A"}])"), 10.0).empty());
+	EXPECT_TRUE(harness_share(cases, 0).empty());
+	EXPECT_DOUBLE_EQ(harness_share(cases, 7.0)["harness_s"].get<double>(), 0.0);
+	EXPECT_EQ(harness_text(nlohmann::json::object()), "");
 }

@@ -28,7 +28,7 @@ TEST(ReportMarkdown, CountsFailuresAndOneTableRowPerCase)
 		// row with the header's number of cells.
 		std::istringstream lines(md);
 		size_t rows = 0, header_cells = 0;
-		for (std::string line; std::getline(lines, line);) {
+		for (std::string line; std::getline(lines, line) && line != "Slowest cases:";) {
 			if (line.rfind("| ", 0) != 0)
 				continue;
 			size_t cells = 0;
@@ -60,4 +60,50 @@ TEST(ReportMarkdown, FailingCasesWithTheirReasons)
 	EXPECT_EQ(md.find("<page>"), std::string::npos) << md;
 	EXPECT_NE(md.find("&lt;page&gt;"), std::string::npos) << md;
 	EXPECT_NE(md.find("\\| 'anyway'"), std::string::npos) << md;
+}
+
+// Where the run's time went: the slowest cases, each with its longest steps
+// first (observed.time_ms), a step's name unable to open a cell.
+TEST(ReportMarkdown, TheSlowestCasesNameTheirLongestSteps)
+{
+	json doc = run_with_failures();
+	int64_t ns = 1000000;
+	for (auto &c : doc["cases"]) {
+		c["duration_ns"] = ns;
+		ns += 1000000;
+	}
+	json &slowest = doc["cases"].back();
+	slowest["duration_ns"] = 4000000000LL;
+	slowest["observed"]["time_ms"] = json::array({{{"step", "find the page"}, {"ms", 120.0}},
+						       {{"step", "give-back | pins held"}, {"ms", 3500.4}},
+						       {{"step", "registration"}, {"ms", 7.2}},
+						       {{"step", "release"}, {"ms", 1.0}}});
+	const std::string md = format_summary_markdown(doc);
+	const auto at = md.find("\nSlowest cases:\n");
+	ASSERT_NE(at, std::string::npos) << md;
+	const std::string table = md.substr(at);
+	const auto row = table.find("| 4.00 s | give-back \\| pins held 3.50 s, find the page 120 ms, registration 7.20 ms |");
+	EXPECT_NE(row, std::string::npos) << table;
+	EXPECT_EQ(table.find("release 1.00 ms"), std::string::npos) << "three steps at most:\n" << table;
+	size_t rows = 0;
+	std::istringstream lines(table);
+	for (std::string line; std::getline(lines, line);)
+		rows += line.rfind("| ", 0) == 0;
+	EXPECT_EQ(rows, 1 + std::min<size_t>(5, doc["cases"].size())) << table;
+}
+
+// Where the run's time went besides its cases: its steps, the longest
+// first, the cases' own left out.
+TEST(ReportMarkdown, TheRunsOwnStepsFollow)
+{
+	json doc = run_with_failures();
+	doc["time_ms"] = json::array({{{"step", "the start: module, preflight"}, {"ms", 420.0}},
+				      {{"step", "cases"}, {"ms", 9000.0}},
+				      {{"step", "results.json after each case"}, {"ms", 1500.0}}});
+	const std::string md = format_summary_markdown(doc);
+	EXPECT_NE(md.find("\nThe run besides its cases: results.json after each case 1.50 s, the start: module, "
+			  "preflight 420 ms\n"),
+		  std::string::npos)
+		<< md;
+	EXPECT_EQ(md.find("cases 9.00 s"), std::string::npos) << md;
 }

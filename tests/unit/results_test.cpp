@@ -233,3 +233,24 @@ TEST(ProcPages, PagemapShowsWhatIsPresent)
 	// Past the end of user space: refused, not zeros.
 	EXPECT_THROW(read_pagemap(getpid(), uint64_t(1) << 63, 1), std::system_error);
 }
+
+// results.json as a run writes it after each case, each record serialized
+// once: the same text as the whole document's, case by case, and after a
+// document whose cases went back to fewer.
+TEST(Results, TextMadeCaseByCaseIsTheWholeDocumentsText)
+{
+	nlohmann::json doc = {{"schema", results_schema},
+		    {"plan", {"A", "B", "C"}},
+		    {"complete", false},
+		    {"zeta", {{"cases", nlohmann::json::array()}}},
+		    {"cases", nlohmann::json::array()}};
+	results_text text;
+	EXPECT_EQ(text.of(doc), results_json_text(doc));
+	for (const char *id : {"A", "B", "C"}) {
+		doc["cases"].push_back({{"id", id}, {"observed", {{"lines", {"a\nb", 1, nullptr}}, {"nested", {{"x", {}}}}}}});
+		EXPECT_EQ(text.of(doc), results_json_text(doc)) << id;
+	}
+	doc["cases"].erase(doc["cases"].begin() + 1, doc["cases"].end());
+	doc["cases"][0]["id"] = "A2";
+	EXPECT_EQ(text.of(doc), results_json_text(doc));
+}

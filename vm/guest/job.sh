@@ -22,7 +22,8 @@ set -u
 . "$1"
 dir=/run/pinmatrix
 
-mark() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> "$dir/timeline"; }
+# bash's own read: no exec of cut over 9p.
+mark() { local up _; read -r up _ < /proc/uptime; echo "$1 $up" >> "$dir/timeline"; }
 
 # Soft-RoCE on a dummy netdev: loopback traffic never leaves rxe0.
 start_rxe() {
@@ -84,14 +85,16 @@ CONFIG
 # A small ext4 filesystem on a loop device for the backing suite's file
 # cases (cases/backing/): tmpfs, the guest's only writable filesystem, needs
 # no dirty tracking, which is what those cases are about.
+# Run beside the other preparations: it leaves $disk_ready behind for
+# run_matrix to export PINMATRIX_DISK_DIR.
+disk=/run/pinmatrix-disk disk_ready=/run/tmp/disk-ready
 prepare_disk_dir() {
-  local disk=/run/pinmatrix-disk
   mkdir -p "$disk" &&
     modprobe loop && modprobe ext4 &&
     truncate -s 64M /run/tmp/disk.img &&
     mkfs.ext4 -q -F /run/tmp/disk.img &&
     mount -o loop /run/tmp/disk.img "$disk" &&
-    export PINMATRIX_DISK_DIR=$disk ||
+    : > "$disk_ready" ||
     echo 'pinmatrix-job: no ext4 scratch filesystem: the file backing cases will SKIP'
 }
 
@@ -143,27 +146,41 @@ serve_ssh() {
   return "$rc"
 }
 
+# The O_DIRECT first pin's loop device and device-mapper target (--no-module).
+load_direct_write_modules() {
+  echo 'pinmatrix-job: --no-module: no out-of-tree module loaded'
+  modprobe loop && modprobe dm_mod ||
+    echo 'pinmatrix-job: no loop or device-mapper: the direct-write first pin will SKIP'
+}
+
+# What the plan needs, prepared side by side: each is a few modprobes and a
+# tool or two read over 9p (0.3-1.4 s apiece under TCG), none needs another.
+prepare_for_matrix() {
+  local jobs=()
+  start_rxe & jobs+=($!)
+  if ((load_test_modules)); then
+    load_ualink_sim & jobs+=($!)
+  else
+    load_direct_write_modules & jobs+=($!)
+  fi
+  if ((disk_dir)); then
+    prepare_disk_dir & jobs+=($!)
+  fi
+  if ((vdpa_sim)); then
+    prepare_vdpa_sim & jobs+=($!)
+  fi
+  if ((vfio_edu)); then
+    prepare_vfio_edu & jobs+=($!)
+  fi
+  wait "${jobs[@]}"
+  [[ -e $disk_ready ]] && export PINMATRIX_DISK_DIR=$disk
+}
+
 # The matrix; with bench_argv, the benchmarks after the cases
 # (benchmarks/README.md), the run's exit status kept as the job's.
 run_matrix() {
   local rc
-  if ((load_test_modules)); then
-    load_ualink_sim
-  else
-    echo 'pinmatrix-job: --no-module: no out-of-tree module loaded'
-    # The O_DIRECT first pin's loop device and device-mapper target.
-    modprobe loop && modprobe dm_mod ||
-      echo 'pinmatrix-job: no loop or device-mapper: the direct-write first pin will SKIP'
-  fi
-  if ((disk_dir)); then
-    prepare_disk_dir
-  fi
-  if ((vdpa_sim)); then
-    prepare_vdpa_sim
-  fi
-  if ((vfio_edu)); then
-    prepare_vfio_edu
-  fi
+  prepare_for_matrix
   mark runner-start
   "${run_argv[@]}"
   rc=$?
@@ -178,10 +195,9 @@ run_matrix() {
 
 # Nothing but the run pins pages here: its pin balance decides (cases/pin_balance.hpp).
 export PINMATRIX_MODULE=$module_ko PINMATRIX_MODULES=$modules PINMATRIX_QUIET_MACHINE=1
-start_rxe
 case $job_mode in
-  ssh) serve_ssh ;;
-  command) run_guest_cmd ;;
+  ssh) start_rxe; serve_ssh ;;
+  command) start_rxe; run_guest_cmd ;;
   matrix) run_matrix ;;
   *) echo "pinmatrix-job: ERROR: unknown job_mode '$job_mode'" >&2; exit 2 ;;
 esac
