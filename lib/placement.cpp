@@ -23,7 +23,7 @@ namespace pinmatrix {
 
 namespace {
 
-constexpr std::array<placement_traits, 3> table = {{
+constexpr std::array<placement_traits, 3> placements = {{
 	{placement::ordinary, "ordinary", true, "ZONE_NORMAL/DMA32, MIGRATE_MOVABLE or UNMOVABLE pageblock"},
 	{placement::movable, "movable", false, "ZONE_MOVABLE (movablecore= / kernelcore=)"},
 	{placement::cma, "cma", false, "MIGRATE_CMA pageblock (cma= / hugetlb_cma=)"},
@@ -33,7 +33,7 @@ constexpr std::array<placement_traits, 3> table = {{
 
 const placement_traits &traits(placement p)
 {
-	for (const auto &t : table)
+	for (const auto &t : placements)
 		if (t.kind == p)
 			return t;
 	throw std::logic_error("unknown placement");
@@ -43,7 +43,7 @@ std::string_view name(placement p) { return traits(p).name; }
 
 std::optional<placement> parse_placement(std::string_view s)
 {
-	for (const auto &t : table)
+	for (const auto &t : placements)
 		if (s == t.name)
 			return t.kind;
 	return std::nullopt;

@@ -59,14 +59,14 @@ std::string counted(size_t n, const std::string &what)
 	return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
 }
 
-struct tally {
+struct promise_tally {
 	size_t promises = 0, checked = 0, proved = 0;
 	std::vector<std::string> unchecked;
 };
 
-tally count(const promises_filter &f)
+promise_tally count(const promises_filter &f)
 {
-	tally t;
+	promise_tally t;
 	for (const auto &p : promise_table()) {
 		if (!selected(p, f))
 			continue;
@@ -93,7 +93,7 @@ std::string format_promises_text(const promises_filter &f, size_t width)
 		    << wrapped("checked by: " + (p.cases.empty() ? std::string("NO CASE") : join(p.cases, ", ")), 4, width)
 		    << wrapped("proved by: " + (proofs.empty() ? std::string("no mutant") : join(proofs, ", ")), 4, width);
 	}
-	const tally t = count(f);
+	const promise_tally t = count(f);
 	out << "\npromises: " << t.promises << ", checked by a case: " << t.checked
 	    << ", proved by a mutant: " << t.proved << "; mutants: " << mutant_table().size() << '\n';
 	if (!t.unchecked.empty())
@@ -123,7 +123,7 @@ json promises_json(const promises_filter &f)
 		}
 		mutants.push_back(j);
 	}
-	const tally t = count(f);
+	const promise_tally t = count(f);
 	return {{"promises", promises},
 		{"mutants", mutants},
 		{"summary",
@@ -139,7 +139,7 @@ std::string promises_html_section(const json &cases)
 		if (c.is_object() && c.contains("id") && c["id"].is_string())
 			seen[c["id"].get<std::string>()].push_back(verdict_of(c.value("verdict", "error")));
 	std::ostringstream out;
-	const tally t = count({});
+	const promise_tally t = count({});
 	out << "<section id=\"promises\">\n<h2>Promises</h2>\n<p class=\"muted\">" << t.promises
 	    << " promises of the two contracts (<code>pinmatrix promises</code>): " << t.checked
 	    << " checked by a case, " << t.proved << " proved by a mutant the suite carries.";

@@ -12,6 +12,7 @@
 #include <optional>
 #include <regex>
 
+#include "clock.hpp"
 #include "atomic_file.hpp"
 #include "boot.hpp"
 #include "build_tools.hpp"
@@ -215,11 +216,6 @@ void append_step(const fs::path &out, const json &step)
 	const std::string line = step.dump() + "\n";
 	if (!fd || write(fd.get(), line.data(), line.size()) != ssize_t(line.size()))
 		throw last_sys_error("append to " + file.string());
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0)
-{
-	return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // The step's build: vm/bisect-build.sh into opt.build; false when it failed.

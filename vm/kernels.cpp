@@ -52,11 +52,11 @@ std::string content_hash(const std::string &text)
 // initramfs, the host root and the results over 9p on virtio-pci, and
 // Soft-RoCE for the second pin. A kernel lacking any is refused before a
 // boot, with every missing option named.
-struct guest_need {
+struct kconfig_need {
 	const char *option;
 	const char *why;
 };
-const guest_need guest_needs[] = {
+const kconfig_need guest_kconfig_needs[] = {
 	{"CONFIG_BLK_DEV_INITRD", "the initramfs"},
 	{"CONFIG_DEVTMPFS", "/dev in the initramfs"},
 	{"CONFIG_TMPFS", "the guest's writable /run and /tmp"},
@@ -70,7 +70,7 @@ const guest_need guest_needs[] = {
 void check_guest_needs(const guest_kernel &k)
 {
 	std::string missing;
-	for (const auto &n : guest_needs) {
+	for (const auto &n : guest_kconfig_needs) {
 		const std::string v = kconfig_value(k.config, n.option);
 		if (v != "y" && v != "m")
 			missing += std::string(missing.empty() ? "" : "; ") + n.option + " (" + n.why + ")";

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clock.hpp"
 #include "accel.hpp"
 #include "bench_vm.hpp"
 #include "cache_lock.hpp"
@@ -42,11 +43,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0)
-{
-	return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // The prepared kernel in the group's record: its release, what it is, the
 // patches and fragments it was built with.
