@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "byte_pattern.hpp"
 #include "first_pin.hpp"
@@ -104,6 +105,75 @@ void time_registration_again(const case_def &c, const case_tools &tools, second_
 	}
 }
 
+namespace {
+
+// What the steps of one pin case share: its page, its observation, and the
+// clock each step is marked on as it ends.
+struct pin_case_steps {
+	const case_def &c;
+	const case_tools &tools;
+	second_pinner &second;
+	step_clock &clock;
+	mapping &page;
+	std::vector<cma_area> areas = read_cma_areas();
+	observation obs;
+
+	void done(const char *step)
+	{
+		clock.mark(step);
+		obs.time_ms = clock.steps();
+	}
+	page_state state() const { return describe(tools.probe.probe_page(page.addr()), areas); }
+	page_state state_once_released() const
+	{
+		auto read = [this] { return state(); };
+		return once_released(read);
+	}
+	// The harm (lib/give_back.hpp), for a page in restricted memory.
+	std::optional<give_back_attempt> ask_back(give_back_patience patience) const
+	{
+		if (obs.before.longterm_pinnable != false)
+			return std::nullopt;
+		return give_back_memory(obs.before.pfn, obs.before.placement, patience);
+	}
+};
+
+// The registration held: a write through it read back, both pins
+// released, the memory asked back again.
+void after_registration(pin_case_steps &s, first_pin_holder &first, uint64_t seed)
+{
+	const size_t ps = page_size();
+	s.second.readback(s.page.data(), ps, seed, s.obs.rdma_write_readback, s.obs.rdma_detail);
+	s.done("write and read back through the pin");
+	s.second.release();
+	first.release();
+	s.obs.after_release = s.state_once_released();
+	s.done("release, until no pin shows");
+	s.obs.give_back_control = s.ask_back(expecting_return);
+	s.done("give-back, all released");
+}
+
+// The registration was refused: it must leave the page as it was, and must
+// succeed once the first pin is gone.
+void after_refusal(pin_case_steps &s, first_pin_holder &first, const std::vector<std::byte> &written)
+{
+	const size_t ps = page_size();
+	s.obs.content_intact = !std::memcmp(s.page.data(), written.data(), ps);
+	first.release();
+	s.obs.give_back_released = s.ask_back(expecting_return);
+	s.done("give-back, first pin released");
+	second_pin_result again = s.second.take(s.page.data(), ps);
+	s.obs.recovery = recovery_record{again.err, again.latency_ns, s.tools.probe.probe_page(s.page.addr()).pfn};
+	s.done("registration again");
+	s.second.release();
+	s.obs.after_release = s.state_once_released();
+	s.done("release, until no pin shows");
+	s.obs.give_back_control = s.ask_back(expecting_return);
+	s.done("give-back, all released");
+}
+
+} // namespace
+
 observation run_pin_case(const case_def &c, const case_tools &tools, second_pinner &second,
 			 size_t find_budget_bytes, step_clock &clock)
 {
@@ -113,82 +183,45 @@ observation run_pin_case(const case_def &c, const case_tools &tools, second_pinn
 	auto found = find_page(tools.probe, pin_page_wish(c.where), find_budget_bytes);
 	if (!found)
 		no_page_found(c.where, find_budget_bytes, "page", placement_hint(c.where));
-	mapping &page = found->map;
-	void *addr = page.data();
-
-	observation obs;
-	const auto step_done = [&](const char *step) {
-		clock.mark(step);
-		obs.time_ms = clock.steps();
-	};
-	step_done("find the page");
+	pin_case_steps s{c, tools, second, clock, found->map};
+	s.done("find the page");
+	observation &obs = s.obs;
 	obs.probe = tools.probe.probe_name();
 	obs.scanned_bytes = found->scanned_bytes;
 	const uint64_t seed = std::random_device{}();
-	fill_pattern(page.data(), ps, seed);
-	std::vector<std::byte> written(page.data(), page.data() + ps);
-	const auto areas = read_cma_areas();
-	auto state = [&] { return describe(tools.probe.probe_page(page.addr()), areas); };
-	obs.before = state();
-	step_done("fill and read the page");
-	auto state_once_released = [&] { return once_released(state); };
-	const bool restricted = obs.before.longterm_pinnable == false;
+	fill_pattern(s.page.data(), ps, seed);
+	const std::vector<std::byte> written(s.page.data(), s.page.data() + ps);
+	obs.before = s.state();
+	s.done("fill and read the page");
 
 	first_pin_holder first;
-	if (int ret = first_pin_holder::try_take(c.first, tools.module, addr, ps, first, &obs.first_pin_detail)) {
+	if (int ret = first_pin_holder::try_take(c.first, tools.module, s.page.data(), ps, first,
+						 &obs.first_pin_detail)) {
 		obs.first_pin_errno = -ret;
-		return obs;
+		return std::move(obs);
 	}
 	obs.first_pin_pfns = first.pfns();
 	obs.first_pinner = first.pinner();
 	obs.longterm_by_version = first.longterm_by_version();
-	obs.after_first_pin = state();
-	step_done("first pin");
+	obs.after_first_pin = s.state();
+	s.done("first pin");
 
-	second_pin_result reg = second.take(addr, ps);
+	const second_pin_result reg = second.take(s.page.data(), ps);
 	obs.registration_errno = reg.err;
 	obs.latency_ns = reg.latency_ns;
-	obs.after_registration = state();
-	step_done("registration");
+	obs.after_registration = s.state();
+	s.done("registration");
 	obs.readback_method = second.readback_method();
-	// The harm (lib/give_back.hpp), for a page in restricted memory. The
-	// first pin is expected to strand the page where the row says ENOMEM:
-	// that refusal is taken as soon as failed migrations prove it.
-	auto ask_back = [&](give_back_patience patience) -> std::optional<give_back_attempt> {
-		if (!restricted)
-			return std::nullopt;
-		return give_back_memory(obs.before.pfn, obs.before.placement, patience);
-	};
+	// The first pin is expected to strand the page where the row says
+	// ENOMEM: that refusal is taken as soon as failed migrations prove it.
 	const bool refusal_expected = c.row && c.row->expected == pin_outcome::enomem;
-	obs.give_back_held = ask_back(refusal_expected ? expecting_refusal : expecting_return);
-	step_done("give-back, pins held");
-
-	if (!reg.err) {
-		second.readback(addr, ps, seed + 1, obs.rdma_write_readback, obs.rdma_detail);
-		step_done("write and read back through the pin");
-		second.release();
-		first.release();
-		obs.after_release = state_once_released();
-		step_done("release, until no pin shows");
-		obs.give_back_control = ask_back(expecting_return);
-		step_done("give-back, all released");
-		return obs;
-	}
-	// The failed registration must leave the page as it was, and must
-	// succeed once the first pin is gone.
-	obs.content_intact = !std::memcmp(page.data(), written.data(), ps);
-	first.release();
-	obs.give_back_released = ask_back(expecting_return);
-	step_done("give-back, first pin released");
-	second_pin_result again = second.take(addr, ps);
-	obs.recovery = recovery_record{again.err, again.latency_ns, tools.probe.probe_page(page.addr()).pfn};
-	step_done("registration again");
-	second.release();
-	obs.after_release = state_once_released();
-	step_done("release, until no pin shows");
-	obs.give_back_control = ask_back(expecting_return);
-	step_done("give-back, all released");
-	return obs;
+	obs.give_back_held = s.ask_back(refusal_expected ? expecting_refusal : expecting_return);
+	s.done("give-back, pins held");
+	if (reg.err)
+		after_refusal(s, first, written);
+	else
+		after_registration(s, first, seed + 1);
+	return std::move(obs);
 }
 
 } // namespace pinmatrix
