@@ -17,7 +17,6 @@
 
 #include "kernel_version.hpp"
 #include "results.hpp"
-#include "step_clock.hpp"
 #include "sys_error.hpp"
 #include "text.hpp"
 
@@ -848,9 +847,11 @@ std::string case_steps_text(const case_view &c, size_t most)
 {
 	const json *obs = c.record ? member(*c.record, "observed") : nullptr;
 	const json *steps_json = obs ? member(*obs, "time_ms") : nullptr;
-	if (!steps_json)
-		return "";
-	step_times steps = step_times_from_json(*steps_json);
+	return steps_json ? steps_text(step_times_from_json(*steps_json), most) : "";
+}
+
+std::string steps_text(step_times steps, size_t most)
+{
 	std::stable_sort(steps.begin(), steps.end(), [](const auto &a, const auto &b) { return a.second > b.second; });
 	std::string out;
 	for (size_t i = 0; i < steps.size() && i < most; i++)

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "step_clock.hpp"
 #include "text.hpp"
 #include "verdict.hpp"
 
@@ -270,9 +271,11 @@ std::string echo_json(const json &j, size_t max_bytes = max_echo_bytes);
 // "5.28 ms", "219 µs" (ascii: "219 us"), "1.10 s".
 std::string format_ns(double ns, bool ascii = false);
 
-// Where a case's time went (observed.time_ms, lib/step_clock.hpp): its
-// steps, the longest first, at most `most` of them ("give-back, pins held
-// 921 ms, find the page 120 ms"); "" when the case recorded none.
+// Steps (lib/step_clock.hpp), the longest first, at most `most` of them
+// ("give-back, pins held 921 ms, find the page 120 ms"); "" for none.
+std::string steps_text(step_times steps, size_t most);
+// Where a case's time went (observed.time_ms) as steps_text() gives it;
+// "" when the case recorded none.
 std::string case_steps_text(const case_view &c, size_t most);
 // Newlines and tabs become spaces, runs of spaces one, other control
 // characters go: for one-line formats.

@@ -286,13 +286,8 @@ void render_run_steps(std::ostringstream &out, const json &doc)
 		return;
 	step_times steps = step_times_from_json(*steps_json);
 	std::erase_if(steps, [](const auto &s) { return s.first == "cases"; });
-	if (steps.empty())
-		return;
-	std::stable_sort(steps.begin(), steps.end(), [](const auto &a, const auto &b) { return a.second > b.second; });
-	std::string text;
-	for (const auto &[step, ms] : steps)
-		text += (text.empty() ? "" : ", ") + one_line(step) + " " + format_ns(ms * 1e6);
-	out << "\nThe run besides its cases: " << markdown_text(text) << "\n";
+	if (!steps.empty())
+		out << "\nThe run besides its cases: " << markdown_text(steps_text(std::move(steps), SIZE_MAX)) << "\n";
 }
 
 // The slowest cases and the steps that took their time (observed.time_ms):
