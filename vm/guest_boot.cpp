@@ -460,4 +460,51 @@ std::string harness_text(const json &vm)
 	return buf;
 }
 
+constexpr double prepared_said_ms = 1000;
+
+std::string prepared_text(const step_times &steps)
+{
+	double total = 0;
+	std::string text;
+	char buf[128];
+	for (const auto &[step, ms] : steps) {
+		total += ms;
+		std::snprintf(buf, sizeof(buf), " %.1f s", ms / 1e3);
+		text += (text.empty() ? "" : ", ") + step + buf;
+	}
+	if (total < prepared_said_ms)
+		return "";
+	std::snprintf(buf, sizeof(buf), "the guest prepared in %.1f s: ", total / 1e3);
+	return buf + text;
+}
+
+double prepared_seconds(const json &vm)
+{
+	double ms = 0;
+	if (vm.is_object() && vm.contains("prepare_ms"))
+		for (const auto &step : step_times_from_json(vm["prepare_ms"]))
+			ms += step.second;
+	return ms / 1e3;
+}
+
+std::string host_root_unfit_for_guest(const fs::path &root)
+{
+	std::vector<std::string> missing;
+	for (const char *dir : {"lib/modules", "run", "dev", "proc", "sys"}) {
+		std::error_code ec;
+		if (!fs::is_directory(root / dir, ec))
+			missing.push_back("/" + std::string(dir));
+	}
+	std::string why;
+	if (!missing.empty())
+		why = "the guest boots on the host's root and mounts over its /lib/modules, /run, /dev, /proc and "
+		      "/sys; this host has no " + join(missing, ", ") +
+		      " (a container, or a chroot with no kernel installed?): mkdir -p " + join(missing, " ") +
+		      ", and run again";
+	std::error_code ec;
+	if (!fs::is_regular_file(root / "bin/bash", ec))
+		why += std::string(why.empty() ? "" : "; ") + "the guest runs the host's /bin/bash: this host has none";
+	return why;
+}
+
 } // namespace pinmatrix

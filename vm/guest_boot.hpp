@@ -73,4 +73,19 @@ nlohmann::json harness_share(const nlohmann::json &cases, double wall_s);
 // ", cases 8.7 s, harness 48%", from the record's harness; "" without one.
 std::string harness_text(const nlohmann::json &vm);
 
+// What the guest's init needs of the host's root, which it mounts
+// read-only as its own (vm/guest/init): the directories it mounts over
+// (/lib/modules, /run) and moves into (/dev, /proc, /sys), and /bin/bash.
+// "" when ROOT has them all, else what is missing and what to do (a
+// container or a chroot with no kernel installed has no /lib/modules).
+std::string host_root_unfit_for_guest(const std::filesystem::path &root = "/");
+
+// The guest's preparation (kernel, test modules, initramfs) when it took a
+// second or more (a kernel fetched, modules built): "the guest prepared in
+// 61.2 s: kernel 30.1 s, test modules 29.0 s, initramfs 2.1 s"; else "".
+std::string prepared_text(const step_times &steps);
+// vm.prepare_ms's sum in seconds (0 without it): the part of a run's wall
+// time that came before the boot.
+double prepared_seconds(const nlohmann::json &vm);
+
 } // namespace pinmatrix

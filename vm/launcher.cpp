@@ -67,17 +67,24 @@ void note_kernel(json &record, const kernel_spec &spec, const guest_kernel &k)
 // boot); a setup error (doc["setup_error"]) also writes nothing.
 std::optional<std::string> prepare_guest(const group_spec &g, json &doc, prepared_guest &p)
 {
+	step_clock clock;
 	try {
 		cache_entry_lock kernel_lock(g.guest.cache, kernel_lock_name(g.kernel), "kernel '" + g.kernel.name + "'",
 					     std::cerr);
 		p.kernel = prepare_kernel(g.kernel, g.guest.cache);
+		clock.mark("kernel");
 		note_kernel(doc["kernel"], g.kernel, p.kernel);
 		if (auto cannot = unmet_kconfig(*g.boot, p.kernel.config, p.kernel.release))
 			return cannot;
 		cache_entry_lock entry_lock(g.guest.cache, "entry-" + p.kernel.dir.filename().string(),
 					    "the test modules and initramfs of " + p.kernel.dir.string(), std::cerr);
 		p.modules = prepare_modules(p.kernel, g.guest.cache);
+		clock.mark("test modules");
 		p.initrd = prepare_initramfs(p.kernel, g.guest.cache);
+		clock.mark("initramfs");
+		p.prepare_ms = clock.steps();
+		if (const std::string said = prepared_text(p.prepare_ms); !said.empty())
+			say_line("pinmatrix vm: " + g.label + said);
 		return std::nullopt;
 	} catch (const unmet_need &e) {
 		doc["setup_error"] = true;
@@ -193,6 +200,7 @@ group_outcome run_group(const group_spec &g, const guest_plan &plan, const group
 	const booted_guest booted = boot_until_its_job_starts(g, guest, plan.needs, cmdline,
 							      watch_guest(outcome.doc, g.out / "guest", progress));
 	judge_boot(outcome, g, plan, booted, cmdline);
+	outcome.doc["vm"]["prepare_ms"] = step_times_json(guest.prepare_ms);
 	return outcome;
 }
 
@@ -269,7 +277,7 @@ int run_single(const vm_options &opt)
 	guest_ktap ktap(opt.format, ktap_plan{false, {suite_sizes(one.plan.entries)}});
 	const auto t0 = std::chrono::steady_clock::now();
 	auto outcome = run_group(g, one.plan, ktap.progress(one.plan.entries.size()));
-	const double wall_s = seconds_since(t0);
+	const double wall_s = seconds_since(t0) - prepared_seconds(outcome.doc.value("vm", json::object()));	// boot to verdict
 	json &doc = outcome.doc;
 	// One guest that cannot be prepared (no such kernel, no headers) is a
 	// setup error; in a matrix it is that group's SKIP instead.
@@ -472,6 +480,8 @@ int run_vm(const vm_options &opt)
 		throw usage_error("--jobs goes with --matrix (guests at once)");
 	if (guest.bench)
 		bench::bench_binary(); // there, before anything is written
+	if (const std::string unfit = host_root_unfit_for_guest(); !unfit.empty())
+		throw unmet_need(unfit);
 	return opt.matrix.empty() ? run_single(opt) : run_matrix_file(opt);
 }
 

@@ -13,6 +13,7 @@
 #include "group_spec.hpp"
 #include "kernels.hpp"
 #include "qmp.hpp"
+#include "step_clock.hpp"
 
 namespace pinmatrix {
 
@@ -20,6 +21,7 @@ namespace pinmatrix {
 struct prepared_guest {
 	guest_kernel kernel;
 	std::filesystem::path modules, initrd;
+	step_times prepare_ms;	// kernel, test modules, initramfs: fetched, built or found in the cache
 };
 
 // The boot placement's kernel parameters, then --append (and the matrix

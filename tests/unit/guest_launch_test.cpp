@@ -16,8 +16,11 @@
 #include "matrix_groups.hpp"
 #include "qemu_command.hpp"
 #include "sys_error.hpp"
+#include "temp_dir.hpp"
 
 using namespace pinmatrix;
+using pinmatrix::test::temp_dir;
+using pinmatrix::test::write_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -190,4 +193,43 @@ TEST(GuestPhases, TheHarnessIsTheWallTimeLessTheCases)
 	EXPECT_TRUE(harness_share(cases, 0).empty());
 	EXPECT_DOUBLE_EQ(harness_share(cases, 7.0)["harness_s"].get<double>(), 0.0);
 	EXPECT_EQ(harness_text(nlohmann::json::object()), "");
+}
+
+// A cold cache's preparation is said step by step and left out of "boot to
+// verdict"; a warm one (under a second) is not said.
+TEST(GuestPhases, ThePreparationIsSaidWhenItTookASecond)
+{
+	const step_times cold = {{"kernel", 30100}, {"test modules", 29000}, {"initramfs", 2100}};
+	EXPECT_EQ(prepared_text(cold), "the guest prepared in 61.2 s: kernel 30.1 s, test modules 29.0 s, initramfs 2.1 s");
+	EXPECT_EQ(prepared_text({{"kernel", 20}, {"test modules", 500}, {"initramfs", 300}}), "");
+	EXPECT_EQ(prepared_text({}), "");
+	const nlohmann::json vm = {{"prepare_ms", step_times_json(cold)}};
+	EXPECT_DOUBLE_EQ(prepared_seconds(vm), 61.2);
+	EXPECT_DOUBLE_EQ(prepared_seconds(nlohmann::json::object()), 0.0);
+	EXPECT_DOUBLE_EQ(prepared_seconds(nlohmann::json::parse(R"({"prepare_ms": "garbage"})")), 0.0);
+}
+
+// The guest mounts over the host root's /lib/modules and /run: a root
+// without them (a container, a chroot with no kernel) is said before the
+// boot, with what to create, not met by the guest's init after it.
+TEST(GuestRoot, AHostRootWithoutTheGuestsMountPointsIsSaidBeforeTheBoot)
+{
+	temp_dir root;
+	for (const char *d : {"run", "dev", "proc", "sys", "bin"})
+		fs::create_directories(root / d);
+	write_file(root / "bin/bash", "");
+	EXPECT_EQ(host_root_unfit_for_guest(root.path()),
+		  "the guest boots on the host's root and mounts over its /lib/modules, /run, /dev, /proc and /sys; "
+		  "this host has no /lib/modules (a container, or a chroot with no kernel installed?): mkdir -p "
+		  "/lib/modules, and run again");
+	fs::create_directories(root / "lib/modules");
+	EXPECT_EQ(host_root_unfit_for_guest(root.path()), "");
+	fs::remove(root / "bin/bash");
+	fs::remove(root / "run");
+	fs::remove(root / "sys");
+	EXPECT_EQ(host_root_unfit_for_guest(root.path()),
+		  "the guest boots on the host's root and mounts over its /lib/modules, /run, /dev, /proc and /sys; "
+		  "this host has no /run, /sys (a container, or a chroot with no kernel installed?): mkdir -p /run "
+		  "/sys, and run again; the guest runs the host's /bin/bash: this host has none");
+	EXPECT_EQ(host_root_unfit_for_guest("/"), "") << "this host boots guests";
 }

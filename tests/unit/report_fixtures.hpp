@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.hpp"
+
 namespace pinmatrix::test {
 
 using nlohmann::json;
@@ -230,42 +232,6 @@ inline int count_verdict(const json &doc, const std::string &verdict)
 	for (const auto &c : doc["cases"])
 		n += c.value("verdict", "") == verdict;
 	return n;
-}
-
-// A fresh directory, removed with everything in it at the end of the test.
-class temp_dir {
-public:
-	temp_dir()
-	{
-		std::string pattern = (fs::temp_directory_path() / "pm-report-XXXXXX").string();
-		if (!mkdtemp(pattern.data()))
-			throw std::runtime_error("mkdtemp");
-		path_ = pattern;
-	}
-	temp_dir(const temp_dir &) = delete;
-	temp_dir &operator=(const temp_dir &) = delete;
-	~temp_dir()
-	{
-		std::error_code ignored;
-		fs::remove_all(path_, ignored);
-	}
-	const fs::path &path() const { return path_; }
-	fs::path operator/(const std::string &name) const { return path_ / name; }
-
-private:
-	fs::path path_;
-};
-
-inline void write_file(const fs::path &path, const std::string &text)
-{
-	fs::create_directories(path.parent_path());
-	std::ofstream(path) << text;
-}
-
-inline std::string read_file(const fs::path &path)
-{
-	std::ifstream in(path);
-	return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 struct shell_result {
