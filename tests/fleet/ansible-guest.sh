@@ -193,6 +193,8 @@ write_inventory with_nordma
 
 export ANSIBLE_CONFIG=$out/src/ansible/ansible.cfg ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 export ANSIBLE_COLLECTIONS_PATHS=$out/collections
+# Each task's time in the plays' logs (play*.log): where the test's minutes go.
+export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks
 play() { ansible-playbook -i "$out/inventory.yml" pinmatrix.fleet.site "$@"; }
 # The recap's failures, but for the node that is meant to be unreachable.
 recap_failures() { grep -E 'failed=[1-9]|rescued=[1-9]|unreachable=[1-9]' "$1" | grep -v '^guest-unreachable '; }
