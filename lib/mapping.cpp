@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <utility>
 
 #include "sys_error.hpp"
@@ -14,6 +15,18 @@ size_t page_size()
 {
 	static const size_t size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 	return size;
+}
+
+bool kernel_has_thp()
+{
+	static const bool has = access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0;
+	return has;
+}
+
+void mapping::keep_base_pages() const
+{
+	if (madvise(base_, length_, MADV_NOHUGEPAGE) && !(errno == EINVAL && !kernel_has_thp()))
+		throw last_sys_error("madvise(MADV_NOHUGEPAGE)");
 }
 
 mapping mapping::anonymous(size_t length, bool populate)

@@ -33,6 +33,14 @@ public:
 	// Unmap everything outside [offset, offset + length).
 	void trim_to(size_t offset, size_t length);
 
+	// Base pages only, never a transparent huge page (madvise
+	// MADV_NOHUGEPAGE): a THP would move as one folio. A kernel built
+	// without THP (PREEMPT_RT's 6.12: TRANSPARENT_HUGEPAGE depends on
+	// !PREEMPT_RT) has no /sys/kernel/mm/transparent_hugepage, makes only
+	// base pages, and refuses the advice with EINVAL: not an error there.
+	// Throws sys_error otherwise.
+	void keep_base_pages() const;
+
 private:
 	void unmap();
 	std::byte *base_ = nullptr;
@@ -40,5 +48,9 @@ private:
 };
 
 size_t page_size();
+
+// Whether this kernel has transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE:
+// /sys/kernel/mm/transparent_hugepage exists).
+bool kernel_has_thp();
 
 } // namespace pinmatrix

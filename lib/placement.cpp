@@ -247,8 +247,7 @@ mapping populated_pages(size_t length)
 {
 	mapping m = mapping::anonymous(length, false);
 	// 4 KiB pages as in the incident: a THP would move as one 2 MiB folio.
-	if (madvise(m.data(), m.size(), MADV_NOHUGEPAGE))
-		throw last_sys_error("madvise(MADV_NOHUGEPAGE)");
+	m.keep_base_pages();
 #ifdef MADV_POPULATE_WRITE
 	if (!madvise(m.data(), m.size(), MADV_POPULATE_WRITE))
 		return m;

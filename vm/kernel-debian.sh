@@ -6,9 +6,14 @@
 # installed on the host. Prints the kernel dir.
 #
 # Usage: kernel-debian.sh ABI|SERIES CACHE_DIR
+#        kernel-debian.sh --resolve ABI|SERIES CACHE_DIR
 #        kernel-debian.sh --debs DEB_DIR CACHE_DIR
-#   ABI: e.g. 6.12.117+deb12-amd64; SERIES: e.g. 7.2, the newest ABI of it,
-#   or 6.12+deb12, the newest of bookworm's builds of 6.12
+#   ABI: e.g. 6.12.117+deb12-amd64 (a flavour's: 6.12.117+deb12-rt-amd64,
+#   6.12.117+deb12-cloud-amd64); SERIES: e.g. 7.2, the newest ABI of it,
+#   or 6.12+deb12, the newest of bookworm's builds of 6.12; a flavour's
+#   with -rt or -cloud after it (7.2-rt, 6.12+deb12-cloud)
+#   --resolve: no download; prints the ABI and the packages it would fetch,
+#   a line each: "abi ABI", "suite SUITE", "image PACKAGE", "headers PACKAGE"
 #   --debs: no apt; a vendor's kernel as .deb files in DEB_DIR, classified
 #   by their Package field: the image (linux-image-, or linux-binary-,
 #   linux-modules-, linux-base-) and its headers (linux-headers-, -common,
@@ -53,15 +58,20 @@ extract_vmlinux() {
   return 1
 }
 
-debs=
+debs= resolve=0
+if [[ ${1:-} == --resolve ]]; then
+  resolve=1
+  shift
+fi
 if [[ ${1:-} == --debs ]]; then
+  ((resolve == 0)) || die "--resolve names an ABI or a series, not --debs"
   [[ $# -eq 3 ]] || die "usage: $0 --debs DEB_DIR CACHE_DIR"
   [[ -d $2 ]] || die "--debs: '$2' is not a directory"
   debs=$(realpath "$2")
   shift 2
   abi=
 else
-  [[ $# -eq 2 ]] || die "usage: $0 ABI|SERIES CACHE_DIR | --debs DEB_DIR CACHE_DIR"
+  [[ $# -eq 2 ]] || die "usage: $0 [--resolve] ABI|SERIES CACHE_DIR | --debs DEB_DIR CACHE_DIR"
   abi=$1
   shift
   [[ $abi =~ ^[0-9][A-Za-z0-9.+~-]*$ ]] || die "bad ABI '$abi'"
@@ -91,18 +101,28 @@ classify_debs() {
   ((${#image_debs[@]})) || die "no linux-image- (or linux-binary-/linux-modules-) .deb in $debs"
 }
 
+# The newest amd64 ABI of series MAJOR.MINOR of a flavour ("", -rt,
+# -cloud), of one release's builds (+debN) or any's ("").
+newest_of_series() { # MAJOR.MINOR RELEASE FLAVOUR
+  local name
+  apt apt-cache pkgnames "linux-image-$1." | while read -r name; do
+    [[ $name =~ ^linux-image-([0-9.]+(\+deb[0-9]+|-[0-9]+)(-rt|-cloud)?-amd64)$ ]] || continue
+    [[ ${BASH_REMATCH[3]} == "$3" && (-z $2 || ${BASH_REMATCH[2]} == "$2") ]] || continue
+    echo "${BASH_REMATCH[1]}"
+  done | sort -V | tail -n 1
+}
+
 # A series (6.12, 7.2) names the newest amd64 kernel of that series any
 # suite has: a matrix keeps working when Debian moves to the next ABI.
-# SERIES+debN keeps to one release's build of it (6.12+deb12: bookworm's).
+# SERIES+debN keeps to one release's build of it (6.12+deb12: bookworm's);
+# -rt or -cloud after it, to a flavour's (6.12+deb12-rt).
 if [[ -n $debs ]]; then
   classify_debs
   key=$(sha256sum "${image_debs[@]}" ${header_debs[@]+"${header_debs[@]}"} | cut -c1-64 | sort | sha256sum | cut -c1-64)
   dest=$cache/kernels/debs-${key:0:12}
-elif [[ $abi =~ ^([0-9]+\.[0-9]+)(\+deb[0-9]+)?$ ]]; then
+elif [[ $abi =~ ^([0-9]+\.[0-9]+)(\+deb[0-9]+)?(-rt|-cloud)?$ ]]; then
   series=$abi
-  abi=$(apt apt-cache pkgnames "linux-image-${BASH_REMATCH[1]}." |
-    sed -nE 's/^linux-image-([0-9.]+(\+deb[0-9]+|-[0-9]+)-amd64)$/\1/p' |
-    grep -F -- "${BASH_REMATCH[2]:-}-amd64" | sort -V | tail -n 1) || true
+  abi=$(newest_of_series "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}")
   [[ -n $abi ]] || die "no linux-image-$series kernel (amd64) in bookworm, trixie or unstable"
   say "$series is $abi"
 fi
@@ -110,7 +130,7 @@ fi
 
 # .complete names the layout: a dir of an older layout is made again.
 layout=2
-if [[ -e $dest/.complete ]]; then
+if ((resolve == 0)) && [[ -e $dest/.complete ]]; then
   if [[ $(<"$dest/.complete") == "layout $layout" ]]; then
     echo "$dest"
     exit 0
@@ -135,14 +155,18 @@ package_suite() {
 }
 
 # PKG and the dependencies of it that belong to this kernel build: their
-# names carry the version (linux-modules-7.2.13+deb14-amd64,
-# linux-kbuild-6.12.117+deb12), or they are its kbuild tools (bookworm's
-# 6.1 names them by series: linux-kbuild-6.1); never another linux-image.
+# names carry the version (linux-modules-7.2.13+deb14-amd64), or they are
+# headers or kbuild tools, as the package names them in its Depends (a
+# flavour's common headers: linux-headers-6.12.118+deb12-common-rt;
+# bookworm's 6.1 names its kbuild tools by series: linux-kbuild-6.1);
+# never another linux-image.
 kernel_packages() {
   local stem=${abi%-amd64} dep
   echo "$1"
   apt apt-cache depends "$1" | sed -n 's/^ *|\?Depends: \([^<>]*\)$/\1/p' | while read -r dep; do
-    [[ ($dep == *"$stem"* || $dep == linux-kbuild-*) && $dep != linux-image-* ]] && echo "$dep"
+    [[ ($dep == *"$stem"* || $dep == linux-kbuild-* || $dep == linux-headers-*) && $dep != linux-image-* ]] ||
+      continue
+    echo "$dep"
   done
 }
 
@@ -217,6 +241,16 @@ make_buildroot() { # SUITE ROOT_DIR HEADERS_DIR
 tmp=$(mktemp -d "$cache/kernels/.tmp-${dest##*/}.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"
+
+# --resolve: what would be fetched, and nothing fetched.
+if ((resolve)); then
+  image=$(image_package) || die "no linux-image-$abi in bookworm, trixie or unstable"
+  echo "abi $abi"
+  echo "suite $(package_suite "$image")"
+  kernel_packages "$image" | sed 's/^/image /'
+  kernel_packages "linux-headers-$abi" | sed 's/^/headers /'
+  exit 0
+fi
 
 # The image's .debs: DEB_DIR's, or downloaded from the suite that has it.
 suite=

@@ -191,6 +191,13 @@ candidate thp_region()
 
 void require_thp()
 {
+	if (!kernel_has_thp())
+		throw unmet_need(std::string("this kernel has no transparent huge pages (no "
+					     "/sys/kernel/mm/transparent_hugepage: built without "
+					     "CONFIG_TRANSPARENT_HUGEPAGE") +
+				 (read_kernel_info().version.find("PREEMPT_RT") != std::string::npos
+					  ? "; it is a PREEMPT_RT kernel (uname -v), where THP depends on !PREEMPT_RT)"
+					  : ")"));
 	std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
 	std::string modes;
 	if (!std::getline(in, modes) || modes.find("[never]") != std::string::npos)
@@ -250,8 +257,7 @@ backed_region secretmem_region()
 backed_region untouched_region(bool read)
 {
 	backed_region r = backed_region::of(mapping::anonymous(16 * page_size(), false));
-	if (madvise(r.map.data(), r.map.size(), MADV_NOHUGEPAGE))
-		throw last_sys_error("madvise(MADV_NOHUGEPAGE)");
+	r.map.keep_base_pages();
 	for (size_t off = 0; read && off < r.map.size(); off += page_size())
 		(void)*static_cast<volatile std::byte *>(r.map.data() + off);
 	return r;

@@ -159,7 +159,7 @@ TEST_F(Module, ProbeReportsAbsentAndZeroPages)
 {
 	mapping untouched = mapping::anonymous(4 * page_size(), false);
 	// 4 KiB PTEs: a read fault in a THP region maps the huge zero page.
-	ASSERT_EQ(madvise(untouched.data(), untouched.size(), MADV_NOHUGEPAGE), 0);
+	ASSERT_NO_THROW(untouched.keep_base_pages());
 	volatile std::byte read = untouched.data()[page_size()]; // maps the zero page
 	(void)read;
 	auto probed = module.probe(untouched.addr(), 4);
@@ -191,7 +191,7 @@ TEST_F(Module, ProbeReportsAbsentAndZeroPages)
 TEST_F(Module, AZeroPagePinIsWhatItsFlagSays)
 {
 	mapping untouched = mapping::anonymous(page_size(), false);
-	ASSERT_EQ(madvise(untouched.data(), untouched.size(), MADV_NOHUGEPAGE), 0);
+	ASSERT_NO_THROW(untouched.keep_base_pages());
 	volatile std::byte read = untouched.data()[0]; // maps the zero page
 	(void)read;
 	const auto zero = module.probe_one(untouched.addr());
