@@ -291,3 +291,17 @@ TEST(BootPlacement, EachRestrictedPlacementHasAKernelParameter)
 	// A 1 GiB gigantic page needs RAM beyond it.
 	EXPECT_GT(find_boot_placement("hugetlb_cma").memory_mib, 2048u);
 }
+
+// The flavours' matrix: each of bookworm's 6.12 and unstable's 7.2 as the
+// plain, rt and cloud flavour, in the movable boot.
+TEST_F(MatrixFile, FlavoursMatrixRunsEachFlavourOfEachSeries)
+{
+	const auto def = load_matrix(fs::path(PINMATRIX_SOURCE_DIR) / "matrix/flavours.toml");
+	std::set<std::string> specs;
+	for (const auto &g : def.groups) {
+		specs.insert(g.kernel.spec);
+		EXPECT_EQ(g.boot, "movable") << g.kernel.spec;
+	}
+	EXPECT_EQ(specs, (std::set<std::string>{"debian:6.12+deb12", "debian:6.12+deb12-rt", "debian:6.12+deb12-cloud",
+						 "debian:7.2", "debian:7.2-rt", "debian:7.2-cloud"}));
+}
