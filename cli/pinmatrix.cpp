@@ -195,9 +195,11 @@ CLI::Option *add_pin_options(CLI::App *cmd, pin_sources &pins, bool for_guest = 
 		"(vmsplice into a pipe, io_uring), pages read through /proc/self/pagemap" + suffix);
 	no_module->excludes(first);
 	cmd->add_option("--second-pin", pins.second_pin,
-			"The long-term second pin: ibv_reg_mr (an RDMA device), io_uring (no device) or vfio-type1 "
-			"(a device bound to vfio-pci; `pinmatrix vm` gives its guest QEMU's edu device)" + suffix)
-		->capture_default_str();
+			std::string("The long-term second pin: ibv_reg_mr (an RDMA device), io_uring (no device) or vfio-type1 "
+			"(a device bound to vfio-pci; `pinmatrix vm` gives its guest QEMU's edu device") +
+				(for_guest ? "; unnamed, io_uring where the guest's kernel has no Soft-RoCE)" : ")") + suffix)
+		->capture_default_str()
+		->each([&pins](const std::string &) { pins.second_pin_named = true; });
 	return no_module;
 }
 

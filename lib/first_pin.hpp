@@ -63,6 +63,9 @@ const std::vector<first_pin_traits> &all_first_pins();
 struct pin_sources {
 	std::string first_pin = "module";
 	std::string second_pin = "ibv_reg_mr";
+	// --second-pin was named. `pinmatrix vm` otherwise takes io_uring in a
+	// guest whose kernel has no Soft-RoCE (vm/launcher.cpp).
+	bool second_pin_named = false;
 
 	// --no-module: no out-of-tree module is loaded or opened; the first
 	// pins are the stock kernel's and pages are read through pagemap

@@ -5,10 +5,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <memory>
 
 #include "clock.hpp"
+#include "kernel_info.hpp"
 #include "registration_observer.hpp"
 #include "sys_error.hpp"
 
@@ -26,6 +28,30 @@ bool gid_is_zero(const ibv_gid &gid)
 	return !std::memcmp(&gid, &zero, sizeof(gid));
 }
 
+// Why there is no RDMA device: where the running kernel has no Soft-RoCE
+// to make one (no rdma_rxe built in or among its modules: Debian's cloud
+// kernels), that; else how to make one.
+std::string no_rdma_device_why()
+{
+	const std::string make_one = "no RDMA device (ibv_get_device_list found none; in a VM: modprobe rdma_rxe && "
+				     "rdma link add rxe0 type rxe netdev <dev>)";
+	const std::string release = read_kernel_info().release;
+	const std::string dir = "/lib/modules/" + release + "/";
+	bool read = false;
+	for (const char *list : {"modules.builtin", "modules.dep"}) {
+		std::ifstream in(dir + list);
+		for (std::string line; std::getline(in, line);) {
+			read = true;
+			if (line.find("/rdma_rxe.ko") != std::string::npos)
+				return make_one;
+		}
+	}
+	if (!read)
+		return make_one;
+	return "no RDMA device (ibv_get_device_list found none), and kernel " + release +
+	       " has no Soft-RoCE to make one (no rdma_rxe in " + dir + "modules.builtin or modules.dep: CONFIG_RDMA_RXE)";
+}
+
 } // namespace
 
 verbs_device verbs_device::open(const std::string &name)
@@ -33,8 +59,7 @@ verbs_device verbs_device::open(const std::string &name)
 	int n = 0;
 	std::unique_ptr<ibv_device *, device_list_deleter> list(ibv_get_device_list(&n));
 	if (!list || n == 0)
-		throw unmet_need("no RDMA device (ibv_get_device_list found none; "
-				 "in a VM: modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <dev>)");
+		throw unmet_need(no_rdma_device_why());
 	ibv_device *found = nullptr;
 	for (int i = 0; i < n && !found; i++)
 		if (name.empty() || name == ibv_get_device_name(list.get()[i]))

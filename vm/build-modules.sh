@@ -50,13 +50,34 @@ kmake() { # DIR
   fi
 }
 
+# The options a module's Kbuild names in "# needs CONFIG_X: why" lines that
+# the kernel's .config lacks, as "CONFIG_X (why)" joined by "; ".
+lacking() { # KBUILD
+  local line missing=''
+  while IFS= read -r line; do
+    [[ $line =~ ^#\ needs\ (CONFIG_[A-Z0-9_]+):\ (.*)$ ]] || continue
+    grep -Eq "^${BASH_REMATCH[1]}=(y|m)$" "$root$kdir/.config" ||
+      missing+="${missing:+; }${BASH_REMATCH[1]} (${BASH_REMATCH[2]})"
+  done < "$1"
+  echo "$missing"
+}
+[[ -f $root$kdir/.config ]] || die "$root$kdir/.config missing: the modules' kernel needs cannot be read"
+
 built=0
 for kbuild in "$work"/*/Kbuild; do
   dir=${kbuild%/Kbuild}
   name=$(basename "$dir")
+  # A module this kernel cannot have: left out, its reason in OUT/NAME/left-out.
+  why=$(lacking "$kbuild")
+  if [[ -n $why ]]; then
+    echo "build-modules: $name left out: the kernel lacks $why" >&2
+    mkdir -p "$out/$name" && echo "the kernel lacks $why" > "$out/$name/left-out"
+    continue
+  fi
   echo "build-modules: $name against $root$kdir" >&2
   kmake "$dir" >&2 || die "$name did not build against $root$kdir"
   [[ $work == "$out" ]] || { mkdir -p "$out/$name" && cp -p "$dir/$name.ko" "$out/$name/"; }
   built=$((built + 1))
 done
-((built)) || die "no module sources under $src"
+((built)) || die "no module built from $src"
+[[ -f $out/pinmatrix/pinmatrix.ko ]] || die "the test module (pinmatrix) was not built"

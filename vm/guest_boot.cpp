@@ -335,7 +335,10 @@ booted_guest boot_until_its_job_starts(const group_spec &g, const prepared_guest
 	b.accel_fallback = accel.fallback;
 	for (int attempt = 1;; ++attempt) {
 		const qmp_socket qmp;
-		b.argv = qemu_argv(g, guest, needs, cmdline, qmp, b.accel);
+		std::optional<virtiofs_shares> virtiofs;
+		if (guest.kernel.share == share_transport::virtiofs)
+			virtiofs.emplace(g.out / "guest", g.out);
+		b.argv = qemu_argv(g, guest, needs, cmdline, qmp, b.accel, virtiofs ? &*virtiofs : nullptr);
 		const bool kvm = b.accel == "kvm";
 		b.q = boot_guest(g, b.argv, qmp, watch, kvm ? kvm_start_bound : std::chrono::seconds{});
 		if (kvm) {

@@ -49,9 +49,11 @@ std::string content_hash(const std::string &text)
 }
 
 // What every guest needs of its kernel, built in or as a module: the
-// initramfs, the host root and the results over 9p on virtio-pci, and
-// Soft-RoCE for the second pin. A kernel lacking any is refused before a
-// boot, with every missing option named.
+// initramfs and virtio-pci; and a way to the host root and the results,
+// 9p where the kernel has it, else virtiofs (share_transport). Soft-RoCE is not
+// a need: without it the long-term pin is io_uring's (vm/guest_job.cpp).
+// A kernel lacking any is refused before a boot, with every missing option
+// named.
 struct kconfig_need {
 	const char *option;
 	const char *why;
@@ -61,23 +63,38 @@ const kconfig_need guest_kconfig_needs[] = {
 	{"CONFIG_DEVTMPFS", "/dev in the initramfs"},
 	{"CONFIG_TMPFS", "the guest's writable /run and /tmp"},
 	{"CONFIG_VIRTIO_PCI", "QEMU's virtio devices"},
+};
+const kconfig_need nine_p_needs[] = {
 	{"CONFIG_NET_9P_VIRTIO", "the host root and the results over 9p"},
 	{"CONFIG_9P_FS", "the host root and the results over 9p"},
-	{"CONFIG_RDMA_RXE", "Soft-RoCE (rxe0) for ibv_reg_mr"},
-	{"CONFIG_INFINIBAND_USER_ACCESS", "libibverbs (/dev/infiniband/uverbs*)"},
+};
+const kconfig_need virtiofs_needs[] = {
+	{"CONFIG_FUSE_FS", "the host root and the results over virtiofs"},
+	{"CONFIG_VIRTIO_FS", "the host root and the results over virtiofs"},
 };
 
-void check_guest_needs(const guest_kernel &k)
+// "CONFIG_X (why); ..." for each of NEEDS that CONFIG has neither =y nor =m.
+template <size_t n> std::string lacking(const std::string &config, const kconfig_need (&needs)[n])
 {
 	std::string missing;
-	for (const auto &n : guest_kconfig_needs) {
-		const std::string v = kconfig_value(k.config, n.option);
+	for (const auto &need : needs) {
+		const std::string v = kconfig_value(config, need.option);
 		if (v != "y" && v != "m")
-			missing += std::string(missing.empty() ? "" : "; ") + n.option + " (" + n.why + ")";
+			missing += std::string(missing.empty() ? "" : "; ") + need.option + " (" + need.why + ")";
 	}
+	return missing;
+}
+
+share_transport check_guest_needs(const guest_kernel &k)
+{
+	std::string missing = lacking(k.config, guest_kconfig_needs);
+	const std::string no_9p = lacking(k.config, nine_p_needs), no_virtiofs = lacking(k.config, virtiofs_needs);
+	if (!no_9p.empty() && !no_virtiofs.empty())
+		missing += std::string(missing.empty() ? "" : "; ") + no_9p + "; or else " + no_virtiofs;
 	if (!missing.empty())
 		throw unmet_need("kernel '" + k.spec.name + "' (" + k.release +
 				 ") lacks what the guest needs, as =y or =m: " + missing);
+	return no_9p.empty() ? share_transport::nine_p : share_transport::virtiofs;
 }
 
 // `--kernel debian`'s ABI: the one the build was given (PINMATRIX_KERNEL_RELEASE,
@@ -384,7 +401,7 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const fs::path &cache)
 	if (!std::regex_match(k.release, std::regex("[A-Za-z0-9][A-Za-z0-9._+~-]*")))
 		throw unmet_need("kernel '" + spec.name + "': '" + k.release + "' in " + k.dir.string() +
 				 "/release is not a kernel release");
-	check_guest_needs(k);
+	k.share = check_guest_needs(k);
 	return k;
 }
 
@@ -494,18 +511,28 @@ fs::path prepare_modules(const guest_kernel &k, const fs::path &cache)
 	return out;
 }
 
+std::map<std::string, std::string> modules_left_out(const fs::path &modules)
+{
+	std::map<std::string, std::string> out;
+	std::error_code ec;
+	for (const auto &e : fs::directory_iterator(modules, ec))
+		if (fs::is_regular_file(e.path() / "left-out"))
+			out[e.path().filename().string()] = trimmed(read_text_file((e.path() / "left-out").string()));
+	return out;
+}
+
 fs::path prepare_initramfs(const guest_kernel &k, const fs::path &cache)
 {
 	// Keyed by what goes into it, so an edited init script rebuilds it.
 	const std::string key = read_text_file((data_dir() / "vm/guest/init").string()) +
 				read_text_file((data_dir() / "vm/mkinitramfs.sh").string()) +
-				k.dir.string() + k.release;
+				k.dir.string() + k.release + name(k.share);
 	fs::path out = cache / "initramfs" / (k.release + "-" + content_hash(key) + ".cpio.gz");
 	if (fs::exists(out))
 		return out;
 	fs::create_directories(out.parent_path());
 	auto [rc, ignored] = run_capture({(data_dir() / "vm/mkinitramfs.sh").string(), k.dir.string(),
-					  out.string()});
+					  out.string(), name(k.share)});
 	if (rc)
 		throw unmet_need("cannot build the initramfs for " + k.release +
 				 " (vm/mkinitramfs.sh exit " + std::to_string(rc) + ")");

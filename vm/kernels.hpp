@@ -9,6 +9,7 @@
 // build tree to compile the test modules against.
 
 #include <filesystem>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -47,6 +48,15 @@ struct named_build {
 };
 const std::vector<named_build> &named_builds();
 
+// How the guest reaches the host's root (read-only) and its results dir
+// (vm/qemu_command.cpp, vm/guest/init): 9p where the kernel has it, else
+// virtiofs (Debian's cloud kernels: VIRTIO_FS=y and no 9p).
+enum class share_transport { nine_p, virtiofs };
+constexpr const char *name(share_transport s)
+{
+	return s == share_transport::nine_p ? "9p" : "virtiofs";
+}
+
 struct guest_kernel {
 	kernel_spec spec;
 	std::filesystem::path dir;
@@ -55,6 +65,7 @@ struct guest_kernel {
 	std::filesystem::path kdir;	// build tree for out-of-tree modules (inside build_root if set)
 	std::filesystem::path build_root;	// a root to build modules in, or empty: the host
 	std::string config;		// .config text
+	share_transport share = share_transport::nine_p;
 	std::string describe() const;	// "debian 6.1.0-57-amd64", "build <hash> (+2 patches)"
 };
 
@@ -70,6 +81,10 @@ guest_kernel prepare_kernel(const kernel_spec &spec, const std::filesystem::path
 // The project's modules built for this kernel (cached by source content);
 // returns the directory holding <name>/<name>.ko.
 std::filesystem::path prepare_modules(const guest_kernel &k, const std::filesystem::path &cache);
+
+// The test modules prepare_modules() left out for a kernel that cannot
+// have them (vm/build-modules.sh: NAME/left-out), by name: why.
+std::map<std::string, std::string> modules_left_out(const std::filesystem::path &modules);
 
 std::filesystem::path prepare_initramfs(const guest_kernel &k, const std::filesystem::path &cache);
 

@@ -36,6 +36,7 @@
 #include "sys_error.hpp"
 #include "terminal_table.hpp"
 #include "user_input.hpp"
+#include "virtiofs.hpp"
 
 namespace pinmatrix {
 
@@ -76,6 +77,9 @@ std::optional<std::string> prepare_guest(const group_spec &g, json &doc, prepare
 		note_kernel(doc["kernel"], g.kernel, p.kernel);
 		if (auto cannot = unmet_kconfig(*g.boot, p.kernel.config, p.kernel.release))
 			return cannot;
+		if (p.kernel.share == share_transport::virtiofs)
+			if (std::string why = virtiofs_unmet(); !why.empty())
+				return why;
 		cache_entry_lock entry_lock(g.guest.cache, "entry-" + p.kernel.dir.filename().string(),
 					    "the test modules and initramfs of " + p.kernel.dir.string(), std::cerr);
 		p.modules = prepare_modules(p.kernel, g.guest.cache);
@@ -104,6 +108,32 @@ void clear_group_dir(const group_spec &g)
 	fs::remove_all(g.out / "guest");
 	fs::remove(g.out / "results.json");
 	fs::remove(g.out / "serial-boot-1.log");
+}
+
+// What the guest's kernel changes in its job, said, and recorded in
+// NOTES (results.json's vm.share, vm.second_pin, vm.modules_left_out):
+// the host share (9p, else virtiofs); without Soft-RoCE (Debian's cloud
+// kernels) the long-term pin is io_uring's fixed buffers unless
+// --second-pin named one; a test module the kernel cannot have (no DRM:
+// ualink_sim) is left out and its cases SKIP.
+group_spec fit_to_kernel(const group_spec &g, const prepared_guest &p, json &notes)
+{
+	group_spec fitted = g;
+	notes["share"] = name(p.kernel.share);
+	const std::string rxe = kconfig_value(p.kernel.config, "CONFIG_RDMA_RXE");
+	if (!runs_no_plan(g) && !g.guest.pins.second_pin_named && rxe != "y" && rxe != "m") {
+		fitted.guest.pins.second_pin = "io_uring";
+		notes["second_pin"] = {{"name", "io_uring"}, {"why", "the kernel has no CONFIG_RDMA_RXE (Soft-RoCE)"}};
+		say_line("pinmatrix vm: " + g.label + p.kernel.release +
+			 " has no Soft-RoCE (CONFIG_RDMA_RXE): the long-term pin is io_uring's fixed buffers "
+			 "(--second-pin names another)");
+	}
+	for (const auto &[module, why] : modules_left_out(p.modules)) {
+		notes["modules_left_out"][module] = why;
+		say_line("pinmatrix vm: " + g.label + module + ".ko left out for " + p.kernel.release + ": " +
+			 report::one_line(why));
+	}
+	return fitted;
 }
 
 // A group whose guest cannot boot here: each case's SKIP, with why.
@@ -194,13 +224,15 @@ group_outcome run_group(const group_spec &g, const guest_plan &plan, const group
 		clear_group_dir(g);
 	if (cannot)
 		return cannot_boot(std::move(outcome), plan, *cannot);
-	write_guest_job(g.out / "guest", g, plan.needs, guest.modules);
-	const std::string cmdline = guest_cmdline(guest.kernel.dir, g, plan.needs);
+	json fitted = json::object();
+	write_guest_job(g.out / "guest", fit_to_kernel(g, guest, fitted), plan.needs, guest.modules);
+	const std::string cmdline = guest_cmdline(guest.kernel.dir, guest.kernel.share, g, plan.needs);
 	say_booting(g, guest.kernel);
 	const booted_guest booted = boot_until_its_job_starts(g, guest, plan.needs, cmdline,
 							      watch_guest(outcome.doc, g.out / "guest", progress));
 	judge_boot(outcome, g, plan, booted, cmdline);
 	outcome.doc["vm"]["prepare_ms"] = step_times_json(guest.prepare_ms);
+	outcome.doc["vm"].update(fitted);
 	return outcome;
 }
 

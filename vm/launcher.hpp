@@ -2,7 +2,7 @@
 #pragma once
 
 // `pinmatrix vm`: boots a kernel in QEMU (TCG: a stock guest hangs under
-// this host's KVM) with the host root shared read-only over 9p, runs the
+// this host's KVM) with the host root shared read-only (9p, or virtiofs), runs the
 // matrix inside it and turns whatever happened into results.json. A guest
 // panic, a hang (bounded by a timeout) or a missing result is an ERROR
 // verdict for each case without a result, with the serial log kept.

@@ -1,20 +1,27 @@
 #!/bin/bash
-# Build the tiny initramfs that mounts the host root over 9p and hands off
-# to vm/guest/stage2. Contents: static busybox, the virtio/9p modules (plus
-# their dependencies, from modules.dep) and vm/guest/init as /init.
+# Build the tiny initramfs that mounts the host root over 9p (or virtiofs)
+# and hands off to vm/guest/stage2. Contents: static busybox, the virtio
+# and share modules (plus their dependencies, from modules.dep) and
+# vm/guest/init as /init.
 #
-# Usage: mkinitramfs.sh KERNEL_DIR OUT_FILE
+# Usage: mkinitramfs.sh KERNEL_DIR OUT_FILE [9p|virtiofs]
 #   KERNEL_DIR: output of kernel-debian.sh (needs release, modules/)
+#   9p (the default) or virtiofs: how the guest reaches the host's files
 set -euo pipefail
 
 die() { echo "mkinitramfs: ERROR: $*" >&2; exit 1; }
 
-# Modules init must load; dependencies are added automatically.
-WANT=(virtio_pci 9pnet_virtio 9p)
-
-[[ $# -eq 2 ]] || die "usage: $0 KERNEL_DIR OUT_FILE"
+[[ $# -eq 2 || $# -eq 3 ]] || die "usage: $0 KERNEL_DIR OUT_FILE [9p|virtiofs]"
 kdir=$1
 out=$2
+share=${3:-9p}
+# Modules init must load; dependencies are added automatically; those the
+# kernel has built in are skipped.
+case $share in
+  9p) WANT=(virtio_pci 9pnet_virtio 9p) ;;
+  virtiofs) WANT=(virtio_pci virtiofs) ;;
+  *) die "the shares' transport is 9p or virtiofs, not '$share'" ;;
+esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 [[ -r $kdir/release ]] || die "$kdir/release missing (not a kernel dir?)"
 release=$(<"$kdir/release")

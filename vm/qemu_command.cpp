@@ -65,11 +65,15 @@ std::string boot_append(const group_spec &g)
 // intel_iommu=on iommu=pt, with QEMU's intel-iommu (VFIO type1): IOMMU
 // groups, and every device but the one vfio-pci takes in an identity domain
 // (the 9p shares' virtio devices use no DMA API anyway).
-std::string guest_cmdline(const fs::path &kernel_dir, const group_spec &g, const guest_needs &needs)
+// pinmatrix.share=virtiofs: the shares' transport where the kernel has no 9p
+// (vm/guest/init); 9p, the default, is not named.
+std::string guest_cmdline(const fs::path &kernel_dir, share_transport share, const group_spec &g,
+			  const guest_needs &needs)
 {
 	return "console=ttyS0 panic=-1 quiet cryptomgr.notests sysrq_always_enabled secretmem.enable=1 "
 	       "rcupdate.rcu_cpu_stall_timeout=300 watchdog_thresh=60 random.trust_cpu=on " +
-	       std::string(needs.vfio_edu ? "intel_iommu=on iommu=pt " : "") + "pinmatrix.kdir=" +
+	       std::string(needs.vfio_edu ? "intel_iommu=on iommu=pt " : "") +
+	       std::string(share == share_transport::virtiofs ? "pinmatrix.share=virtiofs " : "") + "pinmatrix.kdir=" +
 	       kernel_dir.string() + " pinmatrix.stage2=" + (data_dir() / "vm/guest/stage2").string() + " " +
 	       boot_append(g);
 }
@@ -90,13 +94,14 @@ void check_guest_paths(const group_spec &g)
 
 void check_cmdline_length(const group_spec &g, const guest_needs &needs)
 {
-	if (const size_t n = guest_cmdline(kernel_dir_bound(g), g, needs).size(); n > max_cmdline)
+	if (const size_t n = guest_cmdline(kernel_dir_bound(g), share_transport::virtiofs, g, needs).size(); n > max_cmdline)
 		throw usage_error("--append: the guest's command line would take " + std::to_string(n) +
 				  " bytes and x86 takes at most " + std::to_string(max_cmdline));
 }
 
 std::vector<std::string> qemu_argv(const group_spec &g, const prepared_guest &p, const guest_needs &needs,
-				   const std::string &cmdline, const qmp_socket &qmp, const std::string &accel)
+				   const std::string &cmdline, const qmp_socket &qmp, const std::string &accel,
+				   const virtiofs_shares *virtiofs)
 {
 	// The uncompressed vmlinux (PVH entry) saves seconds of XZ unpacking in
 	// an emulated guest; qboot and q35 start faster than SeaBIOS and i440FX.
@@ -120,10 +125,15 @@ std::vector<std::string> qemu_argv(const group_spec &g, const prepared_guest &p,
 	// with a DMA engine for vfio-pci (lib/vfio_type1_pin.hpp).
 	if (needs.vfio_edu)
 		argv.insert(argv.end(), {"-device", "intel-iommu,intremap=off", "-device", "edu"});
-	argv.insert(argv.end(), {
-		"-virtfs", "local,path=/,mount_tag=hostroot,readonly=on,security_model=none,multidevs=remap",
-		"-virtfs", "local,path=" + (g.out / "guest").string() + ",mount_tag=results,security_model=none",
-	});
+	if (virtiofs) {
+		const auto shares = virtiofs->qemu_args(guest_memory_mib(g));
+		argv.insert(argv.end(), shares.begin(), shares.end());
+	} else {
+		argv.insert(argv.end(), {
+			"-virtfs", "local,path=/,mount_tag=hostroot,readonly=on,security_model=none,multidevs=remap",
+			"-virtfs", "local,path=" + (g.out / "guest").string() + ",mount_tag=results,security_model=none",
+		});
+	}
 	if (fs::exists(qboot))
 		argv.insert(argv.begin() + 1, {"-bios", qboot});
 	argv.insert(argv.end(), {"-qmp", qmp.qemu_arg()});

@@ -14,6 +14,7 @@
 #include "kernels.hpp"
 #include "qmp.hpp"
 #include "step_clock.hpp"
+#include "virtiofs.hpp"
 
 namespace pinmatrix {
 
@@ -30,7 +31,8 @@ std::string boot_append(const group_spec &g);
 
 // The guest kernel's command line: stage2 and the kernel's dir (what the
 // guest's init reads), the boot's parameters, those every boot takes.
-std::string guest_cmdline(const std::filesystem::path &kernel_dir, const group_spec &g, const guest_needs &needs);
+std::string guest_cmdline(const std::filesystem::path &kernel_dir, share_transport share, const group_spec &g,
+			  const guest_needs &needs);
 
 // Throws usage_error for a path the guest's command line or QEMU's options
 // cannot carry (a space, a quote, a comma), before anything is written.
@@ -40,8 +42,10 @@ void check_guest_paths(const group_spec &g);
 // x86 takes (a long --append), before the kernel is known.
 void check_cmdline_length(const group_spec &g, const guest_needs &needs);
 
-// accel: "kvm" or "tcg" (vm/accel.hpp chooses).
+// accel: "kvm" or "tcg" (vm/accel.hpp chooses). virtiofs: the shares'
+// daemons where the kernel has no 9p (p.kernel.share), else null.
 std::vector<std::string> qemu_argv(const group_spec &g, const prepared_guest &p, const guest_needs &needs,
-				   const std::string &cmdline, const qmp_socket &qmp, const std::string &accel);
+				   const std::string &cmdline, const qmp_socket &qmp, const std::string &accel,
+				   const virtiofs_shares *virtiofs = nullptr);
 
 } // namespace pinmatrix

@@ -5,6 +5,7 @@
 #include "ualink_cases.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "sys_error.hpp"
 #include "text.hpp"
@@ -22,6 +23,9 @@ std::string rc_name(int rc)
 
 const accel &pod_view::exporter() const
 {
+	if (found.accels.empty() && !std::filesystem::exists("/sys/class/drm"))
+		throw unmet_need("no UALink accelerator here: the kernel has no DRM (no /sys/class/drm: "
+				 "CONFIG_DRM), so neither amdgpu nor ualink_sim");
 	if (found.accels.empty())
 		throw unmet_need("no UALink accelerator here: no amdgpu render node with "
 				 "<dev>/ualink/accel_id and no ualink_sim (modprobe drm_shmem_helper; "

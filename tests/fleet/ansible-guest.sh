@@ -33,7 +33,10 @@
 #   DEBS_DIR: the packages (tools/build --packages writes BUILD/debs)
 #   PINMATRIX_FLEET_SECOND_KERNEL: the kernel of the second boot
 #   (default debian:6.12.117+deb12-amd64; any `pinmatrix vm --kernel` value)
-set -euo pipefail
+set -Eeuo pipefail
+# A step that fails without a word says which, last (a CI log cut to its
+# head and tail keeps that).
+trap 'echo "fleet-test: FAILED at line $LINENO (exit $?): $BASH_COMMAND" >&2' ERR
 out=$1 bin=$2 src=$3 debs=$4
 kernel2=${PINMATRIX_FLEET_SECOND_KERNEL:-debian:6.12.117+deb12-amd64}
 [[ $EUID -eq 0 ]] || { echo "SKIP: needs root"; exit 77; }
@@ -131,7 +134,7 @@ on_guest() { ssh $(ssh_opts_for guest) root@127.0.0.1 "$@"; }
 # The module is gone from the guest and no pin is left (vmstat counters agree).
 check_unpinned() {
   # shellcheck disable=SC2016   # expanded in the guest
-  on_guest 'test ! -e /sys/module/pinmatrix &&
+  on_guest 'if [ -e /sys/module/pinmatrix ]; then echo "fleet-test: the module is still loaded"; exit 1; fi
     awk "/^nr_foll_pin_acquired/ {a=\$2} /^nr_foll_pin_released/ {r=\$2} END {print \"pins acquired\", a, \"released\", r; exit a != r}" /proc/vmstat'
 }
 
@@ -196,28 +199,37 @@ export ANSIBLE_COLLECTIONS_PATHS=$out/collections
 # Each task's time in the plays' logs (play*.log): where the test's minutes go.
 export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks
 play() { ansible-playbook -i "$out/inventory.yml" pinmatrix.fleet.site "$@"; }
+# A play that failed: its log, then what failed again, last (where a log
+# cut to its tail keeps it); the test fails.
+play_failed() { # LOG
+  cat "$1"
+  echo "fleet-test: the play failed ($1):"
+  grep -E -A4 '^(fatal|failed): ' "$1" | cut -c1-400 | tail -n 30
+  grep -A6 'PLAY RECAP' "$1"
+  exit 1
+}
 # The recap's failures, but for the node that is meant to be unreachable.
 recap_failures() { grep -E 'failed=[1-9]|rescued=[1-9]|unreachable=[1-9]' "$1" | grep -v '^guest-unreachable '; }
 
 echo "fleet-test: ansible-playbook --check"
 files_before=$(find "$out" -type f ! -name 'play-check.log' | sort)
-play --check > "$out/play-check.log" 2>&1 || { cat "$out/play-check.log"; exit 1; }
+play --check > "$out/play-check.log" 2>&1 || play_failed "$out/play-check.log"
 [[ ! -e $out/fleet-results ]] || { echo "fleet-test: --check wrote on the controller:"; find "$out/fleet-results"; exit 1; }
 [[ $(find "$out" -type f ! -name 'play-check.log' | sort) == "$files_before" ]] ||
   { echo "fleet-test: --check left files:"; diff <(echo "$files_before") <(find "$out" -type f ! -name 'play-check.log' | sort); exit 1; }
-! recap_failures "$out/play-check.log" || { cat "$out/play-check.log"; exit 1; }
+! recap_failures "$out/play-check.log" || play_failed "$out/play-check.log"
 
 echo "fleet-test: ansible-playbook"
 t0=$(date +%s.%N)
-play > "$out/play.log" 2>&1 || { cat "$out/play.log"; exit 1; }
+play > "$out/play.log" 2>&1 || play_failed "$out/play.log"
 t1=$(date +%s.%N)
 wall=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
 echo "$wall" > "$out/play-wall-seconds"
 grep -A8 'PLAY RECAP' "$out/play.log"
-! recap_failures "$out/play.log" || { cat "$out/play.log"; exit 1; }
+! recap_failures "$out/play.log" || play_failed "$out/play.log"
 echo "fleet-test: playbook wall time ${wall} s"
 
-cat "$out/fleet-results/report/fleet.md"
+echo "fleet-test: the fleet report: $out/fleet-results/report/fleet.md"
 python3 - "$out/fleet-results/report" <<'PY'
 import json, sys, os
 d = sys.argv[1]
@@ -270,11 +282,11 @@ results=$out/fleet-results/nodes/guest/results.json
 mtime=$(stat -c %Y "$results")
 echo "fleet-test: ansible-playbook again on guest (idempotent)"
 ta=$(date +%s.%N)
-play --limit guest > "$out/play-again.log" 2>&1 || { cat "$out/play-again.log"; exit 1; }
+play --limit guest > "$out/play-again.log" 2>&1 || play_failed "$out/play-again.log"
 tb=$(date +%s.%N)
 wall_again=$(python3 -c "print(f'{$tb - $ta:.1f}')")
 grep -A8 'PLAY RECAP' "$out/play-again.log"
-! recap_failures "$out/play-again.log" || { cat "$out/play-again.log"; exit 1; }
+! recap_failures "$out/play-again.log" || play_failed "$out/play-again.log"
 grep -q 'TASK \[pinmatrix.fleet.pinmatrix_run : Run pinmatrix' "$out/play-again.log"
 ! grep -q '^changed: \[guest\]' <(sed -n '/TASK \[pinmatrix.fleet.pinmatrix_install : Install the packages (apt)\]/,/^TASK/p' "$out/play-again.log") ||
   { echo "fleet-test: the second play installed the packages again"; exit 1; }
@@ -305,11 +317,11 @@ write_inventory
 
 echo "fleet-test: ansible-playbook after the kernel update ($rel1 -> $rel2)"
 t2=$(date +%s.%N)
-play > "$out/play-kernel-2.log" 2>&1 || { cat "$out/play-kernel-2.log"; exit 1; }
+play > "$out/play-kernel-2.log" 2>&1 || play_failed "$out/play-kernel-2.log"
 t3=$(date +%s.%N)
 wall3=$(python3 -c "print(f'{$t3 - $t2:.1f}')")
 grep -A8 'PLAY RECAP' "$out/play-kernel-2.log"
-! recap_failures "$out/play-kernel-2.log" || { cat "$out/play-kernel-2.log"; exit 1; }
+! recap_failures "$out/play-kernel-2.log" || play_failed "$out/play-kernel-2.log"
 # On the node: this kernel's module next to the first kernel's, each with
 # its own release in vermagic; this kernel's run directory with results.
 # DKMS's module of each kernel in that kernel's module tree on the disk.
@@ -320,7 +332,7 @@ on_guest "set -e; dkms status pinmatrix; cd /run/node-disk
   done
   cd /run/tmp/pinmatrix-guest && ls runs/*/*/results.json" > "$out/node-after-kernel-2.txt"
 cat "$out/node-after-kernel-2.txt"
-cat "$out/fleet-results/report/fleet.md"
+echo "fleet-test: the fleet report: $out/fleet-results/report/fleet.md"
 python3 - "$out" "$rel1" "$rel2" "$wall" "$wall_again" "$wall3" <<'PY'
 import json, os, re, sys
 out, rel1, rel2 = sys.argv[1:4]

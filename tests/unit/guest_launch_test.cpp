@@ -4,6 +4,8 @@
 // (vm/guest_job.hpp), QEMU's command line (vm/qemu_command.hpp) and the
 // checks before anything is written (vm/matrix_groups.hpp).
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -129,10 +131,11 @@ TEST(QemuCommand, TheDevicesThePlanNeedsAndTheForwardedPort)
 	p.kernel.image = "/k/vmlinux";
 	p.initrd = "/k/initrd";
 	const qmp_socket qmp;
-	const std::string cmdline = guest_cmdline("/k", g, {.vfio_edu = true});
+	const std::string cmdline = guest_cmdline("/k", share_transport::nine_p, g, {.vfio_edu = true});
 	EXPECT_NE(cmdline.find(" intel_iommu=on iommu=pt "), std::string::npos);
 	EXPECT_TRUE(cmdline.ends_with(" movablecore=512M foo=1")) << cmdline;
-	EXPECT_EQ(guest_cmdline("/k", g, {}).find("intel_iommu"), std::string::npos);
+	EXPECT_EQ(guest_cmdline("/k", share_transport::nine_p, g, {}).find("intel_iommu"), std::string::npos);
+	EXPECT_EQ(cmdline.find("pinmatrix.share="), std::string::npos) << "9p is not named";
 
 	const auto argv = qemu_argv(g, p, {.vfio_edu = true}, cmdline, qmp, "tcg");
 	EXPECT_EQ(argv.front(), "qemu-system-x86_64");
@@ -151,6 +154,44 @@ TEST(QemuCommand, TheDevicesThePlanNeedsAndTheForwardedPort)
 	const auto kvm_at = [&](const std::string &a) { return std::find(kvm.begin(), kvm.end(), a) - kvm.begin(); };
 	EXPECT_EQ(kvm[kvm_at("-accel") + 1], "kvm");
 	EXPECT_EQ(kvm[kvm_at("-cpu") + 1], "host");
+}
+
+// A kernel without 9p: both shares over virtiofs, each from a virtiofsd
+// this object started (listening on its socket) and ends; the guest's
+// memory a shared memfd (vhost-user maps it), the guest told by its
+// command line.
+TEST(QemuCommand, VirtiofsSharesWhereTheKernelHasNo9p)
+{
+	if (geteuid() != 0 || !virtiofs_unmet().empty())
+		GTEST_SKIP() << "needs root and virtiofsd: " << virtiofs_unmet();
+	const temp_dir out;
+	fs::create_directories(out / "guest");
+	group_spec g = group("movable", {});
+	g.out = out.path();
+	prepared_guest p;
+	p.kernel.image = "/k/vmlinux";
+	p.initrd = "/k/initrd";
+	const qmp_socket qmp;
+	const std::string cmdline = guest_cmdline("/k", share_transport::virtiofs, g, {});
+	EXPECT_NE(cmdline.find(" pinmatrix.share=virtiofs "), std::string::npos) << cmdline;
+	std::vector<std::string> sockets;
+	{
+		const virtiofs_shares shares(out / "guest", out.path());
+		const auto argv = qemu_argv(g, p, {}, cmdline, qmp, "tcg", &shares);
+		EXPECT_FALSE(has(argv, "-virtfs"));
+		EXPECT_TRUE(has(argv, "memory-backend-memfd,id=mem,share=on,size=1024M"));
+		EXPECT_TRUE(has(argv, "vhost-user-fs-pci,chardev=vfs-hostroot,tag=hostroot"));
+		EXPECT_TRUE(has(argv, "vhost-user-fs-pci,chardev=vfs-results,tag=results"));
+		for (const auto &a : argv)
+			if (a.starts_with("socket,id=vfs-"))
+				sockets.push_back(a.substr(a.find(",path=") + 6));
+		ASSERT_EQ(sockets.size(), 2u);
+		for (const auto &s : sockets)
+			EXPECT_TRUE(fs::is_socket(s)) << s;
+		EXPECT_TRUE(fs::exists(out / "virtiofsd-hostroot.log"));
+	}
+	for (const auto &s : sockets)
+		EXPECT_FALSE(fs::exists(fs::path(s).parent_path())) << "the sockets' directory is removed";
 }
 
 TEST(SingleGroup, CheckedAndPlannedBeforeAnythingIsWritten)
