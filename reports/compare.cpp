@@ -465,6 +465,32 @@ std::string text_verdict_changes(const comparison &c, size_t key_w, size_t kerne
 	return out.str();
 }
 
+// The rows now skipped, counted by their reason, the most first: between
+// two flavours of one kernel (plain and cloud) what the second lacks, in a
+// line a reason. "" unless two rows or more were skipped.
+std::string text_skip_reasons(const comparison &c)
+{
+	std::map<std::string, size_t> count;
+	for (const auto &cc : c.cases)
+		if (cc.change == verdict_change::skipped)
+			++count[cc.detail];
+	size_t rows = 0;
+	std::vector<std::pair<size_t, std::string>> reasons;
+	for (const auto &[reason, n] : count) {
+		rows += n;
+		reasons.emplace_back(n, reason);
+	}
+	if (rows < 2)
+		return "";
+	std::stable_sort(reasons.begin(), reasons.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+	std::ostringstream out;
+	out << "\nnow skipped, by reason (" << rows << " cases):\n";
+	for (const auto &[n, reason] : reasons)
+		out << "  " << n << (n == 1 ? " case: " : " cases: ") << (reason.empty() ? "(no reason given)" : reason)
+		    << "\n";
+	return out.str();
+}
+
 std::string text_latency(const comparison &c, size_t key_w, size_t kernel_w)
 {
 	std::ostringstream out;
@@ -555,7 +581,7 @@ std::string format_comparison_text(const comparison &c)
 		if (c.kernels_per_row())
 			kernel_w = std::max(kernel_w, row_kernels(cc).size() + 2);
 	}
-	out << text_verdict_changes(c, key_w, kernel_w) << text_latency(c, key_w, kernel_w);
+	out << text_verdict_changes(c, key_w, kernel_w) << text_skip_reasons(c) << text_latency(c, key_w, kernel_w);
 	out << "\nresult: " << result_text(c) << "\n";
 	return out.str();
 }

@@ -135,6 +135,37 @@ TEST(ReportCompare, PassToSkipIsARegression)
 	EXPECT_NE(back.output.find("improvement"), std::string::npos) << back.output;
 }
 
+// Between two flavours of a kernel (plain and cloud) many rows are skipped
+// on the second for a few reasons: each row, then the reasons counted, the
+// most first; a reason read from the file is one line, escapes dropped.
+TEST(ReportCompare, NowSkippedRowsAreCountedByReason)
+{
+	temp_dir dir;
+	json cloud = sample_run();
+	for (const char *id : {"A", "B", "C"}) {
+		record(cloud, id)["verdict"] = "skip";
+		record(cloud, id)["reason"] = "the kernel has no Soft-RoCE";
+	}
+	record(cloud, "D")["verdict"] = "skip";
+	record(cloud, "D")["reason"] = "the kernel has no DRM\x1b[31m\nforged";
+	auto r = run_pinmatrix("report --compare " + shell_quoted(save_run(dir, "plain", sample_run())) + " " +
+			       shell_quoted(save_run(dir, "cloud", cloud)));
+	EXPECT_EQ(r.exit_code, 1) << r.output;
+	EXPECT_NE(r.output.find("now skipped, by reason (4 cases):\n  3 cases: the kernel has no Soft-RoCE\n"
+				"  1 case: the kernel has no DRM"),
+		  std::string::npos)
+		<< r.output;
+	EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+	EXPECT_EQ(r.output.find("\nforged"), std::string::npos) << r.output;
+
+	// One row skipped: no count to make.
+	json one = sample_run();
+	record(one, "A")["verdict"] = "skip";
+	auto single = run_pinmatrix("report --compare " + shell_quoted(dir / "plain") + " " +
+				    shell_quoted(save_run(dir, "one", one)));
+	EXPECT_EQ(single.output.find("by reason"), std::string::npos) << single.output;
+}
+
 TEST(ReportCompare, MissingCaseIsARegression)
 {
 	temp_dir dir;
