@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "atomic_file.hpp"
+#include "child_process.hpp"
 #include "kernel_info.hpp"
 #include "kernel_log.hpp"
 #include "known_bugs.hpp"
@@ -469,28 +470,6 @@ json case_message(suite &s, const planned_case &c)
 	_exit(0);
 }
 
-// What the child wrote until it closed its end, or nullopt at the deadline.
-std::optional<std::string> read_until(int fd, std::chrono::steady_clock::time_point deadline)
-{
-	std::string msg;
-	for (;;) {
-		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-		if (left.count() <= 0)
-			return std::nullopt;
-		pollfd p{fd, POLLIN, 0};
-		int n = poll(&p, 1, int(std::min<int64_t>(left.count(), 1000)));
-		if (n < 0 && errno != EINTR)
-			throw last_sys_error("poll");
-		if (n <= 0)
-			continue;
-		char buf[65536];
-		ssize_t got = read(fd, buf, sizeof(buf));
-		if (got <= 0)
-			return msg;
-		msg.append(buf, size_t(got));
-	}
-}
-
 // The child's message judged: its SKIP, its error, or the suite's verdict.
 case_record judge_message(suite &s, const planned_case &c, const std::string &msg, int status)
 {
@@ -538,11 +517,17 @@ case_record run_in_child(suite &s, const planned_case &c, int timeout_s, bool ha
 		case_child(s, c, wr.get(), hang, in_thread);
 	}
 	wr.reset();
-	const auto msg = read_until(rd.get(), std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
+	// Until the child closes the pipe or exits: a helper it left behind
+	// (a memory block's offlining stuck in the kernel past its SIGKILL)
+	// may hold the pipe open long after.
+	const auto msg = read_child_message(rd.get(), pid, std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
 	int status = 0;
 	if (msg) {
-		reap(pid, status);
-		return judge_message(s, c, *msg, status);
+		if (msg->reaped)
+			status = msg->status;
+		else
+			reap(pid, status);
+		return judge_message(s, c, msg->text, status);
 	}
 	json stuck = stuck_task_evidence(pid);
 	// The reports say it the way kselftest's runner does ("# TIMEOUT 60 seconds").

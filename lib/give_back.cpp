@@ -88,8 +88,12 @@ child_answer write_in_child(const fs::path &file, const std::string &text, give_
 	pid_t pid = fork();
 	if (pid < 0)
 		throw last_sys_error("fork");
-	if (pid == 0)
+	if (pid == 0) {
+		// The case's result pipe stays with the case: a writer stuck in
+		// the kernel past its SIGKILL must not hold it open.
+		close_range(3, ~0U, 0);
 		_exit(write_sysfs(file, text));
+	}
 	child_answer a;
 	int status = 0;
 	auto since = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count(); };
