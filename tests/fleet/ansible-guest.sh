@@ -35,8 +35,9 @@
 #   (default debian:6.12.117+deb12-amd64; any `pinmatrix vm --kernel` value)
 set -Eeuo pipefail
 # A step that fails without a word says which, last (a CI log cut to its
-# head and tail keeps that).
-trap 'echo "fleet-test: FAILED at line $LINENO (exit $?): $BASH_COMMAND" >&2' ERR
+# head and tail keeps that): its command's first line, as a heredoc's text
+# would push the rest out of the tail.
+trap 'echo "fleet-test: FAILED at line $LINENO (exit $?): ${BASH_COMMAND%%$'"'"'\n'"'"'*}" >&2' ERR
 out=$1 bin=$2 src=$3 debs=$4
 kernel2=${PINMATRIX_FLEET_SECOND_KERNEL:-debian:6.12.117+deb12-amd64}
 [[ $EUID -eq 0 ]] || { echo "SKIP: needs root"; exit 77; }
