@@ -86,7 +86,9 @@ exec 9<>"$lock"
 if ! flock -n 9; then
   while :; do
     IFS=$'\t' read -r pid since _ command < "$lock" || true
-    if [[ $pid =~ ^[0-9]+$ && $since =~ ^[0-9]+$ ]]; then
+    # The line is the last holder's: a holder that has just taken the lock
+    # has not written its own yet, and one that is gone names no one.
+    if [[ $pid =~ ^[0-9]+$ && $since =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
       holder="PID $pid ($command), for $(($(date +%s) - since)) s"
     else
       holder="a process that has not said who it is yet"
