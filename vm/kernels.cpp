@@ -50,10 +50,10 @@ std::string content_hash(const std::string &text)
 
 // What every guest needs of its kernel, built in or as a module: the
 // initramfs and virtio-pci; and a way to the host root and the results,
-// 9p where the kernel has it, else virtiofs (share_transport). Soft-RoCE is not
-// a need: without it the long-term pin is io_uring's (vm/guest_job.cpp).
-// A kernel lacking any is refused before a boot, with every missing option
-// named.
+// 9p where the kernel has it, else virtiofs (share_transport). Soft-RoCE
+// is not a need: without it the long-term pin is io_uring's
+// (vm/launcher.cpp: fit_to_kernel). A kernel lacking any is refused
+// before a boot, with every missing option named.
 struct kconfig_need {
 	const char *option;
 	const char *why;
