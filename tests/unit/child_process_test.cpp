@@ -5,57 +5,38 @@
 // offlining writer stuck in the kernel kept case C's pipe open, and the
 // case that had finished in seconds was an ERROR at its 60 s timeout).
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 
 #include <gtest/gtest.h>
 
 #include "child_process.hpp"
-#include "sys_error.hpp"
-#include "unique_fd.hpp"
 
 using namespace pinmatrix;
 using namespace std::chrono;
 
 namespace {
 
-struct forked {
-	pid_t pid;
-	unique_fd rd;
-};
-
-// A child in a process group of its own that writes TEXT on the pipe and
-// exits; with leave_a_holder, first a grandchild that inherits the pipe's
-// write end and waits to be killed (killpg(pid) ends it); with hang, the
-// child itself waits so.
-forked child_writing(const std::string &text, bool leave_a_holder, bool hang = false)
+// A child (fork_piped) in a process group of its own that writes TEXT on
+// the pipe and exits 7; with leave_a_holder, first a grandchild that
+// inherits the pipe's write end and waits to be killed (killpg(pid) ends
+// it); with hang, the child itself waits so.
+piped_child child_writing(const std::string &text, bool leave_a_holder, bool hang = false)
 {
-	int fds[2];
-	if (pipe2(fds, O_CLOEXEC))
-		throw last_sys_error("pipe2");
-	unique_fd rd(fds[0]), wr(fds[1]);
-	const pid_t pid = fork();
-	if (pid < 0)
-		throw last_sys_error("fork");
-	if (pid == 0) {
-		rd.reset();
+	piped_child c = fork_piped([&](int to_parent) {
 		setpgid(0, 0);
 		if (leave_a_holder && fork() == 0)
 			for (;;)
 				pause();
 		while (hang)
 			pause();
-		if (write(wr.get(), text.data(), text.size()) != ssize_t(text.size()))
-			_exit(3);
-		_exit(7);
-	}
-	setpgid(pid, pid);	// before the child's own call, too: no race
-	return {pid, std::move(rd)};
+		_exit(write(to_parent, text.data(), text.size()) == ssize_t(text.size()) ? 7 : 3);
+	});
+	setpgid(c.pid, c.pid);	// before the child's own call, too: no race
+	return c;
 }
 
 } // namespace
@@ -63,7 +44,7 @@ forked child_writing(const std::string &text, bool leave_a_holder, bool hang = f
 TEST(ChildMessage, WholeWhenTheChildClosesItsPipe)
 {
 	auto c = child_writing("{\"observation\":1}", false);
-	const auto m = read_child_message(c.rd.get(), c.pid, steady_clock::now() + seconds(30));
+	const auto m = read_child_message(c.from_child.get(), c.pid, steady_clock::now() + seconds(30));
 	ASSERT_TRUE(m);
 	EXPECT_EQ(m->text, "{\"observation\":1}");
 	int status = 0;
@@ -78,7 +59,7 @@ TEST(ChildMessage, WholeWhenTheChildExitsThoughAProcessItLeftHoldsThePipe)
 {
 	auto c = child_writing("{\"observation\":2}", true);
 	const auto t0 = steady_clock::now();
-	const auto m = read_child_message(c.rd.get(), c.pid, t0 + seconds(30));
+	const auto m = read_child_message(c.from_child.get(), c.pid, t0 + seconds(30));
 	const auto took = steady_clock::now() - t0;
 	killpg(c.pid, SIGKILL);	// the holder, left in the child's group
 	ASSERT_TRUE(m) << "the deadline came: the message waited for the pipe's end";
@@ -91,7 +72,7 @@ TEST(ChildMessage, WholeWhenTheChildExitsThoughAProcessItLeftHoldsThePipe)
 TEST(ChildMessage, NothingAtTheDeadline)
 {
 	auto c = child_writing("", false, true);
-	const auto m = read_child_message(c.rd.get(), c.pid, steady_clock::now() + milliseconds(600));
+	const auto m = read_child_message(c.from_child.get(), c.pid, steady_clock::now() + milliseconds(600));
 	EXPECT_FALSE(m);
 	killpg(c.pid, SIGKILL);
 	waitpid(c.pid, nullptr, 0);
